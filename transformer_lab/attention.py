@@ -1,0 +1,216 @@
+"""Attention: scaled dot-product attention and the score functions of seq2seq models.
+
+Shapes follow the book's names: ``q`` is ``[..., query_pos, d_head]``, ``k`` and ``v``
+are ``[..., key_pos, d_head]`` (``v`` may have its own last size), and a mask is bool,
+True = may attend, broadcastable to ``[..., query_pos, key_pos]``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .masks import check_mask
+
+__all__ = [
+    "scaled_dot_product_attention",
+    "attention_weights",
+    "check_qkv",
+    "DotScore",
+    "MultiplicativeScore",
+    "AdditiveScore",
+    "make_score",
+    "attend",
+]
+
+
+def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """Raise a ValueError/TypeError that names the problem when q, k, v do not fit together."""
+    for name, t in (("query", q), ("key", k), ("value", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
+        if t.dim() < 2:
+            raise ValueError(f"{name} must be [..., pos, d_head], got shape {tuple(t.shape)}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"query, key and value dtypes differ: {q.dtype}, {k.dtype}, {v.dtype}")
+    if k.shape[-1] != q.shape[-1]:
+        raise ValueError(f"key has d_head={k.shape[-1]} but query has d_head={q.shape[-1]}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"key has key_pos={k.shape[-2]} but value has key_pos={v.shape[-2]}")
+    if q.shape[-2] == 0 or k.shape[-2] == 0:
+        raise ValueError(
+            f"empty sequence: query_pos={q.shape[-2]}, key_pos={k.shape[-2]}; need at least one token"
+        )
+    if q.shape[-1] == 0:
+        raise ValueError("d_head must be positive, got 0")
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError as err:
+        raise ValueError(
+            f"batch dimensions do not broadcast: query {tuple(q.shape[:-2])}, "
+            f"key {tuple(k.shape[:-2])}, value {tuple(v.shape[:-2])}"
+        ) from err
+
+
+def _scores_shape(q: torch.Tensor, k: torch.Tensor) -> tuple[int, ...]:
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    return (*batch, q.shape[-2], k.shape[-2])
+
+
+def attention_weights(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Softmax over keys with masked positions set to ``-inf`` first.
+
+    A query row whose mask is all False (nothing to attend to) gets weights of zero
+    instead of the NaN that ``softmax`` of an all ``-inf`` row would give.
+    """
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    scores = scores.masked_fill(~mask, float("-inf"))
+    empty_row = ~mask.any(dim=-1, keepdim=True)  # [..., query_pos, 1]
+    scores = scores.masked_fill(empty_row, 0.0)
+    return torch.softmax(scores, dim=-1).masked_fill(empty_row, 0.0)
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    scale: float | None = None,
+    dropout_p: float = 0.0,
+    need_weights: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``softmax(q k^T / sqrt(d_k)) v``, returning ``(output, weights)``.
+
+    Args:
+        q: queries ``[..., query_pos, d_head]``.
+        k: keys ``[..., key_pos, d_head]``.
+        v: values ``[..., key_pos, d_value]``.
+        mask: bool, True = may attend, broadcastable to ``[..., query_pos, key_pos]``.
+            A query whose row is all False attends to nothing and its output is zeros
+            (not NaN); its weights row is zeros too.
+        scale: multiplier of the scores; ``1/sqrt(d_head)`` when None.
+        dropout_p: dropout on the weights (only use while training).
+        need_weights: when False, the fused kernel ``F.scaled_dot_product_attention``
+            computes the output without materialising the weights, and ``None`` is
+            returned in their place.
+
+    Returns:
+        output ``[..., query_pos, d_value]`` and weights ``[..., query_pos, key_pos]``.
+    """
+    check_qkv(q, k, v)
+    if mask is not None:
+        check_mask(mask, _scores_shape(q, k))
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    if not need_weights:
+        return _fused(q, k, v, mask, scale, dropout_p), None
+    scores = (q @ k.transpose(-2, -1)) * scale  # [..., query_pos, key_pos]
+    weights = attention_weights(scores, mask)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ v, weights  # [..., query_pos, d_value]
+
+
+def _fused(q, k, v, mask, scale, dropout_p):
+    """The fused kernel, with empty query rows returning zeros as in the explicit path."""
+    if mask is None:
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=scale)
+    empty_row = ~mask.any(dim=-1, keepdim=True)
+    if bool(empty_row.any()):
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask | empty_row, dropout_p=dropout_p, scale=scale
+        )
+        return out.masked_fill(empty_row, 0.0)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
+
+
+# --- Score functions for attention in seq2seq models ------------------------------------
+# Each maps a decoder state ``query [batch, d_query]`` and encoder states
+# ``keys [batch, key_pos, d_key]`` to scores ``[batch, key_pos]``.
+
+
+class DotScore(nn.Module):
+    """Dot-product score ``s_j = h_dec . h_enc_j`` (Luong et al. 2015); needs equal sizes."""
+
+    def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        if query.shape[-1] != keys.shape[-1]:
+            raise ValueError(
+                f"dot score needs equal sizes: query has {query.shape[-1]}, keys have {keys.shape[-1]}"
+            )
+        return (keys @ query.unsqueeze(-1)).squeeze(-1)  # [batch, key_pos]
+
+
+class MultiplicativeScore(nn.Module):
+    """Multiplicative ("general") score ``s_j = h_dec^T W h_enc_j`` (Luong et al. 2015)."""
+
+    def __init__(self, d_query: int, d_key: int):
+        super().__init__()
+        self.W = nn.Parameter(torch.empty(d_query, d_key))
+        nn.init.xavier_uniform_(self.W)
+
+    def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        projected = query @ self.W  # [batch, d_key]
+        return (keys @ projected.unsqueeze(-1)).squeeze(-1)  # [batch, key_pos]
+
+
+class AdditiveScore(nn.Module):
+    """Additive score ``s_j = v^T tanh(W_1 h_dec + W_2 h_enc_j)`` (Bahdanau et al. 2015)."""
+
+    def __init__(self, d_query: int, d_key: int, d_attn: int | None = None):
+        super().__init__()
+        d_attn = d_attn or d_key
+        self.W_1 = nn.Linear(d_query, d_attn, bias=False)
+        self.W_2 = nn.Linear(d_key, d_attn, bias=True)
+        self.v = nn.Linear(d_attn, 1, bias=False)
+
+    def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        hidden = torch.tanh(self.W_1(query).unsqueeze(-2) + self.W_2(keys))  # [batch, key_pos, d_attn]
+        return self.v(hidden).squeeze(-1)  # [batch, key_pos]
+
+
+def make_score(kind: str, d_query: int, d_key: int) -> nn.Module:
+    """Build a score module by name: ``"dot"``, ``"multiplicative"`` or ``"additive"``."""
+    kinds = {
+        "dot": lambda: DotScore(),
+        "multiplicative": lambda: MultiplicativeScore(d_query, d_key),
+        "additive": lambda: AdditiveScore(d_query, d_key),
+    }
+    if kind not in kinds:
+        raise ValueError(f"score kind must be one of {sorted(kinds)}, got {kind!r}")
+    return kinds[kind]()
+
+
+def attend(
+    score: nn.Module,
+    query: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor | None = None,
+    mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One decoder step of seq2seq attention: scores, softmax, weighted sum.
+
+    Args:
+        score: a score module (``DotScore``, ``MultiplicativeScore``, ``AdditiveScore``).
+        query: decoder state ``[batch, d_query]``.
+        keys: encoder states ``[batch, key_pos, d_key]``.
+        values: what is averaged, ``[batch, key_pos, d_value]``; the keys when None.
+        mask: bool ``[batch, key_pos]``, True for real (non-padding) source tokens.
+
+    Returns:
+        context ``[batch, d_value]`` and weights ``[batch, key_pos]`` (zeros for a row
+        with no real source token).
+    """
+    values = keys if values is None else values
+    scores = score(query, keys)  # [batch, key_pos]
+    if mask is not None:
+        check_mask(mask, scores.shape)
+    weights = attention_weights(scores, mask)  # [batch, key_pos]
+    context = (weights.unsqueeze(-2) @ values).squeeze(-2)  # [batch, d_value]
+    return context, weights

@@ -1,0 +1,221 @@
+"""Layer norm, the position-wise feed-forward network and multi-head attention."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import scaled_dot_product_attention
+from .hooks import Hook
+from .masks import check_mask
+
+__all__ = ["LayerNorm", "FeedForward", "MultiHeadAttention", "ACTIVATIONS"]
+
+ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
+
+
+class LayerNorm(nn.Module):
+    """Layer norm written out: a z-score over each token's ``d_model`` features, then a
+    learned gain and bias (Ba et al. 2016). ``sigma`` is the biased standard deviation,
+    with ``eps`` inside the square root, as in ``nn.LayerNorm``."""
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        if d_model <= 0:
+            raise ValueError(f"d_model must be positive, got {d_model}")
+        self.eps = eps
+        self.gain = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.gain.shape[0]:
+            raise ValueError(f"LayerNorm expects d_model={self.gain.shape[0]}, got {x.shape[-1]}")
+        mu = x.mean(dim=-1, keepdim=True)  # [..., 1]
+        sigma = (x.var(dim=-1, keepdim=True, unbiased=False) + self.eps).sqrt()  # [..., 1]
+        return (x - mu) / sigma * self.gain + self.bias
+
+    @classmethod
+    def from_torch(cls, m: nn.LayerNorm) -> LayerNorm:
+        if len(m.normalized_shape) != 1:
+            raise ValueError(f"only 1-d normalized_shape is supported, got {m.normalized_shape}")
+        ours = cls(m.normalized_shape[0], eps=m.eps)
+        with torch.no_grad():
+            if m.weight is not None:
+                ours.gain.copy_(m.weight)
+            if m.bias is not None:
+                ours.bias.copy_(m.bias)
+        return ours
+
+
+class FeedForward(nn.Module):
+    """``W_2 act(W_1 h + b_1) + b_2`` applied to each position independently."""
+
+    def __init__(self, d_model: int, d_mlp: int, activation: str = "relu", dropout: float = 0.0):
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        self.activation = activation
+        self.W_1 = nn.Parameter(torch.empty(d_model, d_mlp))
+        self.b_1 = nn.Parameter(torch.zeros(d_mlp))
+        self.W_2 = nn.Parameter(torch.empty(d_mlp, d_model))
+        self.b_2 = nn.Parameter(torch.zeros(d_model))
+        nn.init.xavier_uniform_(self.W_1)
+        nn.init.xavier_uniform_(self.W_2)
+        self.dropout = nn.Dropout(dropout)
+        self.hidden = Hook()
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        hidden = self.hidden(ACTIVATIONS[self.activation](h @ self.W_1 + self.b_1))  # [..., d_mlp]
+        return self.dropout(hidden) @ self.W_2 + self.b_2  # [..., d_model]
+
+    def load_linear(self, linear1: nn.Linear, linear2: nn.Linear) -> FeedForward:
+        """Copy weights from two ``nn.Linear`` layers (as in ``nn.TransformerEncoderLayer``)."""
+        with torch.no_grad():
+            self.W_1.copy_(linear1.weight.T)
+            self.b_1.copy_(linear1.bias)
+            self.W_2.copy_(linear2.weight.T)
+            self.b_2.copy_(linear2.bias)
+        return self
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with heads as a batch dimension.
+
+    ``Q = X_q W_Q``, ``K = X_kv W_K``, ``V = X_kv W_V`` are split into ``n_heads`` heads of
+    ``d_head = d_model / n_heads`` features, attended per head, concatenated and projected
+    by ``W_O``. Self-attention when ``key``/``value`` are omitted, cross-attention otherwise.
+
+    Hooks: ``q``, ``k``, ``v`` ``[batch, n_heads, pos, d_head]``, ``pattern``
+    ``[batch, n_heads, query_pos, key_pos]``, ``z`` (heads concatenated) and ``out``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        *,
+        bias: bool = True,
+        dropout: float = 0.0,
+        d_key_in: int | None = None,
+        d_value_in: int | None = None,
+    ):
+        super().__init__()
+        if not isinstance(n_heads, int) or n_heads <= 0:
+            raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
+        if not isinstance(d_model, int) or d_model <= 0:
+            raise ValueError(f"d_model must be a positive int, got {d_model!r}")
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.dropout = dropout
+        d_key_in, d_value_in = d_key_in or d_model, d_value_in or d_model
+        self.W_Q = nn.Parameter(torch.empty(d_model, d_model))
+        self.W_K = nn.Parameter(torch.empty(d_key_in, d_model))
+        self.W_V = nn.Parameter(torch.empty(d_value_in, d_model))
+        self.W_O = nn.Parameter(torch.empty(d_model, d_model))
+        for w in (self.W_Q, self.W_K, self.W_V, self.W_O):
+            nn.init.xavier_uniform_(w)
+        zeros = (lambda: nn.Parameter(torch.zeros(d_model))) if bias else (lambda: None)
+        self.b_Q, self.b_K, self.b_V, self.b_O = zeros(), zeros(), zeros(), zeros()
+        for name in ("q", "k", "v", "pattern", "z", "out"):
+            setattr(self, name, Hook())
+
+    def _project(self, x, W, b):
+        y = x @ W if b is None else x @ W + b  # [batch, pos, d_model]
+        batch, pos, _ = y.shape
+        return y.view(batch, pos, self.n_heads, self.d_head).transpose(1, 2)
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor | None = None,
+        value: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = True,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Attend from ``query [batch, query_pos, d_model]`` to ``key``/``value``
+        ``[batch, key_pos, d_*]`` (both default to ``query``).
+
+        ``mask`` is bool, True = may attend, broadcastable to
+        ``[batch, n_heads, query_pos, key_pos]``. Returns ``(output, weights)`` with
+        weights per head ``[batch, n_heads, query_pos, key_pos]``, or None when
+        ``need_weights=False`` (the fused kernel then does the work) and nothing captures
+        the pattern. A query with nothing to attend to gets a zero attention output
+        (before ``W_O`` and its bias).
+        """
+        key = query if key is None else key
+        value = key if value is None else value
+        self._check(query, key, value)
+        if mask is not None:
+            check_mask(mask, (query.shape[0], self.n_heads, query.shape[1], key.shape[1]))
+        q = self.q(self._project(query, self.W_Q, self.b_Q))  # [batch, n_heads, query_pos, d_head]
+        k = self.k(self._project(key, self.W_K, self.b_K))  # [batch, n_heads, key_pos, d_head]
+        v = self.v(self._project(value, self.W_V, self.b_V))  # [batch, n_heads, key_pos, d_head]
+        want = need_weights or self.pattern.active
+        p = self.dropout if self.training else 0.0
+        z, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p, need_weights=want)
+        if weights is not None:
+            weights = self.pattern(weights)  # [batch, n_heads, query_pos, key_pos]
+        batch, _, query_pos, _ = z.shape
+        z = self.z(z.transpose(1, 2).reshape(batch, query_pos, self.d_model))  # [batch, query_pos, d_model]
+        out = z @ self.W_O if self.b_O is None else z @ self.W_O + self.b_O
+        return self.out(out), (weights if need_weights else None)
+
+    def _check(self, query, key, value):
+        for name, t, d in (
+            ("query", query, self.W_Q.shape[0]),
+            ("key", key, self.W_K.shape[0]),
+            ("value", value, self.W_V.shape[0]),
+        ):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+            if not t.is_floating_point():
+                raise TypeError(f"{name} must be floating point, got dtype {t.dtype}")
+            if t.dim() != 3:
+                raise ValueError(f"{name} must be [batch, pos, d_model], got shape {tuple(t.shape)}")
+            if t.shape[-1] != d:
+                raise ValueError(f"{name} has {t.shape[-1]} features but the layer expects {d}")
+            if t.shape[1] == 0:
+                raise ValueError(f"{name} is an empty sequence (pos=0)")
+        if key.shape[:2] != value.shape[:2]:
+            raise ValueError(
+                f"key is [batch, key_pos]={tuple(key.shape[:2])} but value is {tuple(value.shape[:2])}"
+            )
+        if query.shape[0] != key.shape[0]:
+            raise ValueError(f"query has batch={query.shape[0]} but key has batch={key.shape[0]}")
+
+    @classmethod
+    def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:
+        """Copy an ``nn.MultiheadAttention`` (batch-first or not; our module is batch-first)."""
+        if not isinstance(m, nn.MultiheadAttention):
+            raise TypeError(f"expected nn.MultiheadAttention, got {type(m).__name__}")
+        if m.bias_k is not None or m.add_zero_attn:
+            raise ValueError("add_bias_kv and add_zero_attn are not supported")
+        d = m.embed_dim
+        ours = cls(d, m.num_heads, bias=m.in_proj_bias is not None, dropout=m.dropout,
+                   d_key_in=m.kdim, d_value_in=m.vdim)
+        with torch.no_grad():
+            if m._qkv_same_embed_dim:
+                w_q, w_k, w_v = m.in_proj_weight.split(d, dim=0)
+            else:
+                w_q, w_k, w_v = m.q_proj_weight, m.k_proj_weight, m.v_proj_weight
+            ours.W_Q.copy_(w_q.T)
+            ours.W_K.copy_(w_k.T)
+            ours.W_V.copy_(w_v.T)
+            ours.W_O.copy_(m.out_proj.weight.T)
+            if m.in_proj_bias is not None:
+                b_q, b_k, b_v = m.in_proj_bias.split(d)
+                ours.b_Q.copy_(b_q)
+                ours.b_K.copy_(b_k)
+                ours.b_V.copy_(b_v)
+            if ours.b_O is not None:
+                ours.b_O.copy_(m.out_proj.bias)
+        return ours
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, d_head={self.d_head}"
+
+

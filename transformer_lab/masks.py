@@ -1,0 +1,134 @@
+"""Attention masks.
+
+Every mask in this package is a boolean tensor in which **True means "may attend"**
+(the convention of ``torch.nn.functional.scaled_dot_product_attention``). Masks are
+broadcastable to ``[batch, n_heads, query_pos, key_pos]``; a padding mask for keys has
+shape ``[batch, 1, 1, key_pos]`` and a causal mask ``[query_pos, key_pos]``.
+
+PyTorch's ``nn.MultiheadAttention`` and ``nn.Transformer`` use the opposite convention
+(True = ignore); :func:`to_torch_mask` and :func:`from_torch_mask` convert at that
+boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+__all__ = [
+    "causal_mask",
+    "padding_mask",
+    "padding_mask_from_ids",
+    "combine_masks",
+    "check_mask",
+    "to_torch_mask",
+    "from_torch_mask",
+]
+
+
+def causal_mask(n_query: int, n_key: int | None = None, device=None) -> torch.Tensor:
+    """Lower-triangular mask ``[n_query, n_key]``: query ``i`` may attend to keys ``<= i``.
+
+    When ``n_key > n_query`` (queries are the last ``n_query`` tokens of a longer
+    sequence, as with a key/value cache) the triangle is aligned to the bottom right:
+    query ``i`` sits at absolute position ``n_key - n_query + i``.
+    """
+    n_key = n_query if n_key is None else n_key
+    for name, value in (("n_query", n_query), ("n_key", n_key)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if value <= 0:
+            raise ValueError(f"{name} must be positive, got {value}")
+    if n_key < n_query:
+        raise ValueError(f"n_key={n_key} is smaller than n_query={n_query}")
+    offset = n_key - n_query
+    query_index = torch.arange(n_query, device=device)[:, None] + offset
+    key_index = torch.arange(n_key, device=device)[None, :]
+    return key_index <= query_index  # [query_pos, key_pos]
+
+
+def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = None) -> torch.Tensor:
+    """Key padding mask ``[batch, 1, 1, key_pos]`` from the true length of each sequence.
+
+    Position ``j`` of sequence ``b`` may be attended to when ``j < lengths[b]``.
+    """
+    lengths = torch.as_tensor(lengths)
+    if lengths.dim() != 1 or lengths.numel() == 0:
+        raise ValueError(f"lengths must be a non-empty 1-d sequence, got shape {tuple(lengths.shape)}")
+    if lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
+        raise TypeError(f"lengths must be integers, got {lengths.dtype}")
+    if (lengths < 0).any():
+        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
+    longest = int(lengths.max())
+    max_len = longest if max_len is None else max_len
+    if max_len < longest:
+        raise ValueError(f"max_len={max_len} is shorter than the longest sequence ({longest})")
+    if max_len <= 0:
+        raise ValueError("max_len must be positive")
+    positions = torch.arange(max_len, device=lengths.device)
+    return (positions[None, :] < lengths[:, None])[:, None, None, :]  # [batch, 1, 1, key_pos]
+
+
+def padding_mask_from_ids(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """Key padding mask ``[batch, 1, 1, key_pos]``: True where ``ids`` is not ``pad_id``."""
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
+        raise ValueError("ids must be a [batch, pos] tensor of token ids")
+    if ids.dtype.is_floating_point:
+        raise TypeError(f"ids must be integer token ids, got {ids.dtype}")
+    return (ids != pad_id)[:, None, None, :]
+
+
+def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
+    """Logical AND of several masks (``None`` entries are skipped), broadcast together."""
+    present = [m for m in masks if m is not None]
+    if not present:
+        return None
+    out = present[0]
+    for m in present:
+        if m.dtype != torch.bool:
+            raise TypeError(f"masks must be bool (True = may attend), got {m.dtype}")
+    for m in present[1:]:
+        try:
+            out = out & m
+        except RuntimeError as err:
+            raise ValueError(
+                f"mask shapes {tuple(out.shape)} and {tuple(m.shape)} do not broadcast together"
+            ) from err
+    return out
+
+
+def check_mask(mask: torch.Tensor, target_shape: Sequence[int]) -> torch.Tensor:
+    """Validate that ``mask`` is bool and broadcasts to ``target_shape``; return it unchanged."""
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise TypeError(
+            f"mask must be bool with True = may attend, got dtype {mask.dtype}; "
+            "for a 0/1 or additive float mask use mask.bool() or (mask == 0) as appropriate"
+        )
+    target_shape = tuple(target_shape)
+    ok = mask.dim() <= len(target_shape) and all(
+        m in (1, t) for m, t in zip(reversed(mask.shape), reversed(target_shape), strict=False)
+    )
+    if not ok:
+        raise ValueError(f"mask shape {tuple(mask.shape)} does not broadcast to {target_shape}")
+    return mask
+
+
+def to_torch_mask(mask: torch.Tensor | None) -> torch.Tensor | None:
+    """Convert our mask (True = may attend) to PyTorch's ``attn_mask``/``key_padding_mask``
+    convention (True = ignore)."""
+    return None if mask is None else ~mask
+
+
+def from_torch_mask(torch_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """Convert a PyTorch boolean mask (True = ignore) or additive float mask (``-inf`` =
+    ignore) to ours (True = may attend)."""
+    if torch_mask is None:
+        return None
+    if torch_mask.dtype == torch.bool:
+        return ~torch_mask
+    if torch.isfinite(torch_mask).all() and (torch_mask != 0).any():
+        raise ValueError("an additive float mask with finite non-zero biases has no boolean form")
+    return ~torch.isneginf(torch_mask)

@@ -1,0 +1,175 @@
+"""The encoder-decoder Transformer of Vaswani et al. (2017)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..blocks import DecoderBlock, EncoderBlock
+from ..hooks import Hook
+from ..layers import LayerNorm
+from ..masks import causal_mask, combine_masks, padding_mask_from_ids
+from ..positional import LearnedPositions, SinusoidalPositions
+
+__all__ = ["TransformerConfig", "Encoder", "Decoder", "EncoderDecoder"]
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    d_vocab_src: int  # source vocabulary size
+    d_vocab_tgt: int  # target vocabulary size
+    d_model: int = 128  # width of the residual stream
+    n_heads: int = 4  # attention heads per layer; d_head = d_model // n_heads
+    d_mlp: int = 512  # hidden width of the feed-forward network
+    n_layers_enc: int = 2  # encoder blocks
+    n_layers_dec: int = 2  # decoder blocks
+    max_pos: int = 256  # longest sequence the position table covers
+    dropout: float = 0.0  # dropout probability (0.1 in the 2017 paper)
+    norm_first: bool = False  # False: post-LN as in 2017; True: pre-LN
+    final_norm: bool | None = None  # layer norm after each stack; None: only for pre-LN
+    positional: str = "sinusoidal"  # "sinusoidal" or "learned"
+    activation: str = "relu"  # FFN nonlinearity: "relu" or "gelu"
+    pad_id: int | None = None  # token id of padding, masked out automatically when set
+    tie_embeddings: bool = False  # share the target embedding with the output projection
+
+    def __post_init__(self):
+        for name in ("d_vocab_src", "d_vocab_tgt", "d_model", "n_heads", "d_mlp", "max_pos"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        for name in ("n_layers_enc", "n_layers_dec"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {getattr(self, name)!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.positional not in ("sinusoidal", "learned"):
+            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
+        if self.activation not in ("relu", "gelu"):
+            raise ValueError(f"activation must be 'relu' or 'gelu', got {self.activation!r}")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def use_final_norm(self) -> bool:
+        return self.norm_first if self.final_norm is None else self.final_norm
+
+    def block_kwargs(self) -> dict:
+        return dict(dropout=self.dropout, norm_first=self.norm_first, activation=self.activation)
+
+
+class Encoder(nn.Module):
+    """A stack of encoder blocks (and a final layer norm when configured)."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.blocks = nn.ModuleList(
+            EncoderBlock(cfg.d_model, cfg.n_heads, cfg.d_mlp, **cfg.block_kwargs())
+            for _ in range(cfg.n_layers_enc)
+        )
+        self.ln_final = LayerNorm(cfg.d_model) if cfg.use_final_norm else None
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x, mask)  # [batch, src_pos, d_model]
+        return x if self.ln_final is None else self.ln_final(x)
+
+
+class Decoder(nn.Module):
+    """A stack of decoder blocks (and a final layer norm when configured)."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.blocks = nn.ModuleList(
+            DecoderBlock(cfg.d_model, cfg.n_heads, cfg.d_mlp, **cfg.block_kwargs())
+            for _ in range(cfg.n_layers_dec)
+        )
+        self.ln_final = LayerNorm(cfg.d_model) if cfg.use_final_norm else None
+
+    def forward(self, x, memory, self_mask=None, memory_mask=None) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x, memory, self_mask, memory_mask)  # [batch, tgt_pos, d_model]
+        return x if self.ln_final is None else self.ln_final(x)
+
+
+class EncoderDecoder(nn.Module):
+    """Source and target embeddings (scaled by ``sqrt(d_model)``) plus positions, an
+    encoder and a decoder stack, and a projection of the decoder output onto the target
+    vocabulary. ``model(src, tgt)`` returns logits ``[batch, tgt_pos, d_vocab_tgt]``.
+
+    Hooks: ``embed_src``, ``embed_tgt`` (after positions), ``memory`` (encoder output),
+    and every block's under ``encoder.blocks.N`` / ``decoder.blocks.N``.
+    """
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.W_E_src = nn.Embedding(cfg.d_vocab_src, cfg.d_model)
+        self.W_E_tgt = nn.Embedding(cfg.d_vocab_tgt, cfg.d_model)
+        for emb in (self.W_E_src, self.W_E_tgt):
+            nn.init.normal_(emb.weight, std=cfg.d_model**-0.5)
+        positions = SinusoidalPositions if cfg.positional == "sinusoidal" else LearnedPositions
+        self.pos_src = positions(cfg.max_pos, cfg.d_model)
+        self.pos_tgt = positions(cfg.max_pos, cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.encoder = Encoder(cfg)
+        self.decoder = Decoder(cfg)
+        self.W_U = nn.Linear(cfg.d_model, cfg.d_vocab_tgt)
+        if cfg.tie_embeddings:
+            self.W_U.weight = self.W_E_tgt.weight
+        self.embed_src, self.embed_tgt, self.memory = Hook(), Hook(), Hook()
+
+    def _embed(self, ids, W_E, pos, offset=0):
+        if ids.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"token ids must be int64 or int32, got {ids.dtype}")
+        if ids.dim() != 2 or ids.shape[1] == 0:
+            raise ValueError(f"token ids must be a non-empty [batch, pos] tensor, got {tuple(ids.shape)}")
+        return self.drop(pos(W_E(ids) * math.sqrt(self.cfg.d_model), offset))  # [batch, pos, d_model]
+
+    def source_mask(self, src: torch.Tensor) -> torch.Tensor | None:
+        """Padding mask of the source ``[batch, 1, 1, src_pos]`` (None without ``pad_id``)."""
+        return None if self.cfg.pad_id is None else padding_mask_from_ids(src, self.cfg.pad_id)
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Encoder output ``[batch, src_pos, d_model]`` for source ids ``[batch, src_pos]``."""
+        src_mask = self.source_mask(src) if src_mask is None else src_mask
+        x = self.embed_src(self._embed(src, self.W_E_src, self.pos_src))
+        return self.memory(self.encoder(x, src_mask))
+
+    def decode(self, tgt, memory, src_mask=None, tgt_mask=None, offset: int = 0) -> torch.Tensor:
+        """Logits ``[batch, tgt_pos, d_vocab_tgt]`` for target ids given the encoder output.
+
+        ``tgt_mask`` defaults to the causal mask (and target padding when ``pad_id`` is
+        set); ``src_mask`` is the source padding mask used by cross-attention.
+        """
+        if tgt_mask is None:
+            tgt_mask = causal_mask(tgt.shape[1], device=tgt.device)
+            if self.cfg.pad_id is not None:
+                tgt_mask = combine_masks(tgt_mask, padding_mask_from_ids(tgt, self.cfg.pad_id))
+        x = self.embed_tgt(self._embed(tgt, self.W_E_tgt, self.pos_tgt, offset))
+        return self.W_U(self.decoder(x, memory, tgt_mask, src_mask))
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None) -> torch.Tensor:
+        src_mask = self.source_mask(src) if src_mask is None else src_mask
+        memory = self.encode(src, src_mask)
+        return self.decode(tgt, memory, src_mask, tgt_mask)
+
+    def load_torch_transformer(self, m: nn.Transformer) -> EncoderDecoder:
+        """Copy the encoder and decoder stacks of an ``nn.Transformer`` with the same shape
+        (the embeddings and output projection, which ``nn.Transformer`` lacks, stay ours)."""
+        if len(m.encoder.layers) != len(self.encoder.blocks) or len(m.decoder.layers) != len(self.decoder.blocks):
+            raise ValueError(
+                f"layer counts differ: torch has {len(m.encoder.layers)}+{len(m.decoder.layers)}, "
+                f"ours {len(self.encoder.blocks)}+{len(self.decoder.blocks)}"
+            )
+        self.encoder.blocks = nn.ModuleList(EncoderBlock.from_torch(b) for b in m.encoder.layers)
+        self.decoder.blocks = nn.ModuleList(DecoderBlock.from_torch(b) for b in m.decoder.layers)
+        self.encoder.ln_final = LayerNorm.from_torch(m.encoder.norm) if m.encoder.norm is not None else None
+        self.decoder.ln_final = LayerNorm.from_torch(m.decoder.norm) if m.decoder.norm is not None else None
+        return self

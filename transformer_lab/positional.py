@@ -1,0 +1,63 @@
+"""Positional information: the sinusoidal encoding and learned absolute positions."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["sinusoidal_encoding", "SinusoidalPositions", "LearnedPositions"]
+
+
+def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """The encoding of Vaswani et al. (2017), ``[n_positions, d_model]``.
+
+    ``PE[pos, 2i] = sin(pos / base^(2i/d_model))`` on even dimensions and
+    ``PE[pos, 2i+1] = cos(pos / base^(2i/d_model))`` on odd ones. An odd ``d_model``
+    is allowed: its last (even) dimension is a sine.
+    """
+    for name, value in (("n_positions", n_positions), ("d_model", d_model)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if value <= 0:
+            raise ValueError(f"{name} must be positive, got {value}")
+    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # [pos, 1]
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # [ceil(d_model / 2)]
+    angle = pos / base ** (two_i / d_model)  # [pos, ceil(d_model / 2)]
+    pe = torch.zeros(n_positions, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return pe.float()  # [pos, d_model]
+
+
+class SinusoidalPositions(nn.Module):
+    """Adds the fixed sinusoidal encoding to ``x [batch, pos, d_model]``."""
+
+    def __init__(self, max_pos: int, d_model: int):
+        super().__init__()
+        self.register_buffer("W_pos", sinusoidal_encoding(max_pos, d_model), persistent=False)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        n = x.shape[-2]
+        if offset + n > self.W_pos.shape[0]:
+            # the formula extends to any position, so compute the longer table on demand
+            table = sinusoidal_encoding(offset + n, self.W_pos.shape[1]).to(x.device, x.dtype)
+        else:
+            table = self.W_pos
+        return x + table[offset : offset + n].to(x.dtype)
+
+
+class LearnedPositions(nn.Module):
+    """A learned vector per absolute position (``W_pos [max_pos, d_model]``) added to ``x``."""
+
+    def __init__(self, max_pos: int, d_model: int, init_std: float = 0.02):
+        super().__init__()
+        self.W_pos = nn.Parameter(torch.randn(max_pos, d_model) * init_std)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        n = x.shape[-2]
+        if offset + n > self.W_pos.shape[0]:
+            raise ValueError(
+                f"learned positions cover {self.W_pos.shape[0]} positions but positions "
+                f"{offset}..{offset + n - 1} were asked for"
+            )
+        return x + self.W_pos[offset : offset + n]
