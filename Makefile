@@ -18,7 +18,6 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install "$(TORCH)"
 	$(BIN)/python -m pip install -e ".[test]"
 	$(BIN)/python scripts/configure_lab.py $(VENV)
-	$(BIN)/python scripts/fetch_web_assets.py
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -39,6 +38,7 @@ chapters: setup
 	$(BIN)/python -m pytest --nbval-lax -p no:randomly -q $$($(BIN)/python scripts/sync_notebooks.py --list-ipynb)
 
 book: setup
+	$(BIN)/python scripts/fetch_web_assets.py
 	$(BIN)/python scripts/build_book.py
 
 browser: setup

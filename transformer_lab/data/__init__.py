@@ -1,0 +1,1 @@
+"""Data sets the book trains on, all generated or read offline from installed packages."""
