@@ -1,21 +1,222 @@
-"""Project-wide pytest hooks: print how long each chapter notebook took to execute."""
+"""Project-wide pytest hooks for running the chapters under nbval (``make chapters``).
+
+1. A table of how long each chapter took (kernel start, imports and every cell), printed at
+   the end of the run, with the chapter's time budget.
+2. The executed chapters are handed to the site build, so that ``make test`` runs each
+   chapter once instead of twice. nbval sees every message the kernel publishes while a
+   cell runs; they are recorded here and, when every cell of a chapter passed, replayed
+   through nbclient's own message handling (the code ``jupyter-book`` uses to execute) into
+   the outputs and widget state of the chapter, read the way myst-nb reads it. The result
+   is stored in the jupyter-cache of the site (``_build/.jupyter_cache``, from
+   ``_config.yml``) under the hash of the chapter's code cells, exactly as if the build
+   had executed it; ``scripts/build_book.py`` then finds it there and does not run the
+   chapter again. A chapter whose code changes afterwards gets a new hash and is executed
+   by the build as usual. Set ``TRANSFORMER_LAB_NO_CHAPTER_CACHE=1`` to skip this.
+"""
 
 from __future__ import annotations
 
+import os
+import platform
+import time
 from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+# chapters with a bigger budget (seconds on a 2-core CPU); every other chapter has 60 s
+BUDGETS = {"12_bert": 120.0, "13_gpt": 120.0}
+DEFAULT_BUDGET = 60.0
 
 _chapter_seconds: dict[str, float] = defaultdict(float)
+_cached: dict[str, str] = {}
+
+
+def _notebook_of(nodeid: str) -> str | None:
+    path = nodeid.split("::")[0]
+    return path if path.endswith(".ipynb") else None
 
 
 def pytest_runtest_logreport(report):
-    if report.nodeid.split("::")[0].endswith(".ipynb"):
-        _chapter_seconds[report.nodeid.split("::")[0]] += report.duration
+    notebook = _notebook_of(report.nodeid)
+    if notebook is not None:
+        _chapter_seconds[notebook] += report.duration
 
 
 def pytest_terminal_summary(terminalreporter):
     if not _chapter_seconds:
         return
     terminalreporter.section("chapter execution time (s)")
+    terminalreporter.write_line(f"{'seconds':>8}  {'budget':>6}  chapter")
     for name, seconds in _chapter_seconds.items():
-        terminalreporter.write_line(f"{seconds:7.1f}  {name}")
-    terminalreporter.write_line(f"{sum(_chapter_seconds.values()):7.1f}  total")
+        budget = BUDGETS.get(Path(name).stem, DEFAULT_BUDGET)
+        flag = "  OVER BUDGET" if seconds > budget else ""
+        terminalreporter.write_line(f"{seconds:8.1f}  {budget:6.0f}  {name}{flag}")
+    terminalreporter.write_line(f"{sum(_chapter_seconds.values()):8.1f}  {'':6}  total")
+    if _cached:
+        terminalreporter.write_line(
+            f"{len(_cached)} executed chapter(s) stored for the site build in "
+            f"{Path(next(iter(_cached.values()))).relative_to(ROOT)}"
+        )
+
+
+# --- handing executed chapters to the site build ----------------------------------------
+
+
+def _cache_enabled(config) -> bool:
+    return (
+        config.pluginmanager.hasplugin("nbval")
+        and not os.environ.get("TRANSFORMER_LAB_NO_CHAPTER_CACHE")
+        and (ROOT / "_config.yml").exists()
+    )
+
+
+def pytest_configure(config):
+    if not _cache_enabled(config):
+        return
+    from nbval.plugin import IPyNbFile
+
+    if getattr(IPyNbFile, "_tl_recording", False):
+        return
+    original = IPyNbFile.get_kernel_message
+
+    def get_kernel_message(self, timeout=None, stream="iopub"):
+        msg = original(self, timeout=timeout, stream=stream)
+        if stream == "iopub":
+            self.__dict__.setdefault("_tl_messages", []).append(msg)
+        return msg
+
+    IPyNbFile.get_kernel_message = get_kernel_message
+    IPyNbFile._tl_recording = True
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    parent = getattr(item, "parent", None)
+    if not (hasattr(item, "cell_num") and _cache_enabled(item.config)):
+        yield
+        return
+    start = len(parent.__dict__.setdefault("_tl_messages", []))
+    began = time.perf_counter()
+    outcome = yield
+    messages = parent._tl_messages[start:]
+    del parent._tl_messages[start:]  # keep memory flat: each cell keeps only its own
+    record = parent.__dict__.setdefault("_tl_cells", {})
+    record[item.cell_num] = {
+        "messages": messages,
+        "passed": outcome.excinfo is None,
+        "seconds": time.perf_counter() - began,
+    }
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    parent = getattr(item, "parent", None)
+    if not (hasattr(item, "cell_num") and _cache_enabled(item.config)):
+        return
+    if nextitem is not None and getattr(nextitem, "parent", None) is parent:
+        return
+    cells = parent.__dict__.pop("_tl_cells", {})
+    parent.__dict__.pop("_tl_messages", None)
+    md_path = Path(str(parent.fspath)).with_suffix(".md")
+    if not md_path.exists() or not cells or not all(c["passed"] for c in cells.values()):
+        return
+    try:
+        _cached[str(md_path)] = _store_executed(md_path, cells)
+    except Exception as reason:  # the site build then executes the chapter itself
+        item.config.get_terminal_writer().line(
+            f"\n{md_path.name} not stored for the site build ({type(reason).__name__}: {reason})"
+        )
+
+
+class _NotCached(Exception):
+    pass
+
+
+def _read_like_myst_nb(md_path: Path):
+    """The chapter as a notebook, read exactly as the site build (myst-nb) reads it."""
+    import yaml
+    from myst_nb.core.read import read_myst_markdown_notebook
+    from myst_parser.config.main import MdParserConfig
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    extensions = (config.get("parse") or {}).get("myst_enable_extensions") or []
+    md_config = MdParserConfig(enable_extensions=set(extensions))
+    return read_myst_markdown_notebook(
+        md_path.read_text(), config=md_config, add_source_map=True, path=md_path
+    )
+
+
+def _cache_path() -> Path:
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    cache = (config.get("execute") or {}).get("cache") or "_build/.jupyter_cache"
+    return ROOT / cache
+
+
+class _NoKernel:
+    """Stands in for a kernel client in replay: nbclient's Output widget mimic sends state
+    back to the kernel, which has nothing to receive it by now."""
+
+    class session:
+        @staticmethod
+        def msg(*args, **kwargs):
+            return {}
+
+    class shell_channel:
+        @staticmethod
+        def send(msg):
+            return None
+
+
+def _store_executed(md_path: Path, cells: dict) -> str:
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionComplete
+
+    nb = _read_like_myst_nb(md_path)
+    code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    if len(code) != len(cells) or sorted(cells) != list(range(len(code))):
+        raise _NotCached(f"{len(cells)} cells ran but the chapter has {len(code)} code cells")
+    client = NotebookClient(nb, kernel_name="python3", record_timing=False)
+    client.reset_execution_trackers()
+    client.kc = _NoKernel()
+    for cell_num, index in enumerate(code):
+        cell = nb.cells[index]
+        cell.outputs = []
+        cell.execution_count = None
+        client.clear_before_next_output = False  # as nbclient sets it before each cell
+        messages = cells[cell_num]["messages"]
+        request = next(
+            (m["parent_header"].get("msg_id") for m in messages if m["msg_type"] == "execute_input"),
+            None,
+        )
+        for msg in messages:
+            if request is not None and msg["parent_header"].get("msg_id") != request:
+                continue
+            try:
+                client.process_message(msg, cell, index)
+            except CellExecutionComplete:
+                break
+    client.set_widgets_metadata()
+    nb.metadata["language_info"] = {
+        "codemirror_mode": {"name": "ipython", "version": 3},
+        "file_extension": ".py",
+        "mimetype": "text/x-python",
+        "name": "python",
+        "nbconvert_exporter": "python",
+        "pygments_lexer": "ipython3",
+        "version": platform.python_version(),
+    }
+    cache_path = _cache_path()
+    cache = get_cache(str(cache_path))
+    seconds = sum(c["seconds"] for c in cells.values())
+    cache.cache_notebook_bundle(
+        CacheBundleIn(nb, str(md_path), data={"execution_seconds": seconds}),
+        check_validity=False,
+        overwrite=True,
+    )
+    return str(cache_path)

@@ -1,7 +1,11 @@
 """Create or update the ``.ipynb`` paired with every chapter listed in ``_toc.yml``.
 
-``python scripts/sync_notebooks.py`` syncs the pairs (the newer side wins, as jupytext's
-``--sync`` does); ``--list-ipynb`` prints the paired notebook paths in book order.
+``python scripts/sync_notebooks.py`` brings each pair in sync. The ``.md`` is the chapter;
+when the two disagree the newer file wins, as with ``jupytext --sync``: a newer ``.md``
+(edited as text) rewrites the ``.ipynb``, a newer ``.ipynb`` (edited as a notebook outside
+jupytext's pairing) rewrites the ``.md``. Pairs that already agree are left alone, so the
+outputs saved in an ``.ipynb`` survive. ``--list-ipynb`` prints the paired notebook paths
+in book order; ``--check`` only reports pairs that disagree (exit status 1 if any).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from pathlib import Path
 
 import jupytext
 import yaml
+from jupytext.config import load_jupytext_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,6 +39,15 @@ def toc_files(toc_path: Path = ROOT / "_toc.yml") -> list[str]:
     return files
 
 
+def is_notebook(md_path: Path) -> bool:
+    """A chapter notebook: a ``.md`` whose front matter has jupytext and kernelspec entries."""
+    text = md_path.read_text()
+    if not text.startswith("---\n"):
+        return False
+    header = text.split("\n---", 1)[0]
+    return "jupytext:" in header and "kernelspec:" in header
+
+
 def chapter_sources() -> list[Path]:
     """The chapter notebooks: files in the TOC whose ``.md`` carries jupytext metadata."""
     out = []
@@ -44,26 +58,48 @@ def chapter_sources() -> list[Path]:
     return out
 
 
-def is_notebook(md_path: Path) -> bool:
-    head = md_path.read_text().split("\n---", 1)[0]
-    return "jupytext:" in head and "kernelspec:" in md_path.read_text()[:2000]
+def cells(path: Path) -> list[tuple[str, str]]:
+    """``(cell_type, source)`` of every cell, as jupytext reads the file."""
+    return [(cell.cell_type, cell.source) for cell in jupytext.read(path).cells]
 
 
-def sync(md_path: Path) -> Path:
+def in_sync(md_path: Path) -> bool:
+    """True when the paired ``.ipynb`` is absent or holds the same cells as the ``.md``."""
     ipynb = md_path.with_suffix(".ipynb")
-    nb = jupytext.read(md_path)
-    if ipynb.exists() and ipynb.stat().st_mtime > md_path.stat().st_mtime:
-        # the notebook was edited more recently (e.g. saved in Jupyter): carry edits back
-        jupytext.write(jupytext.read(ipynb), md_path, fmt="md:myst")
-        return ipynb
-    jupytext.write(nb, ipynb)
-    return ipynb
+    return not ipynb.exists() or cells(md_path) == cells(ipynb)
+
+
+def sync(md_path: Path) -> str:
+    """Sync one pair; return what was done ("created", "updated ...", "in sync")."""
+    ipynb = md_path.with_suffix(".ipynb")
+    if not ipynb.exists():
+        jupytext.write(jupytext.read(md_path), ipynb)
+        return f"created {ipynb.name}"
+    if in_sync(md_path):
+        return "in sync"
+    if ipynb.stat().st_mtime > md_path.stat().st_mtime:
+        # the notebook was edited more recently: carry its cells back into the chapter
+        config = load_jupytext_config(str(md_path.parent))
+        jupytext.write(jupytext.read(ipynb), md_path, fmt="md:myst", config=config)
+        return f"updated {md_path.name} from {ipynb.name}"
+    jupytext.write(jupytext.read(md_path), ipynb)
+    return f"updated {ipynb.name} from {md_path.name}"
+
+
+def main(argv: list[str]) -> int:
+    chapters = chapter_sources()
+    if "--list-ipynb" in argv:
+        print(" ".join(str(p.with_suffix(".ipynb").relative_to(ROOT)) for p in chapters))
+        return 0
+    if "--check" in argv:
+        stale = [p for p in chapters if not in_sync(p)]
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} and its .ipynb differ: run scripts/sync_notebooks.py")
+        return 1 if stale else 0
+    for md in chapters:
+        print(f"{md.relative_to(ROOT)}: {sync(md)}")
+    return 0
 
 
 if __name__ == "__main__":
-    if "--list-ipynb" in sys.argv:
-        print(" ".join(str(p.with_suffix(".ipynb").relative_to(ROOT)) for p in chapter_sources()))
-    else:
-        for md in chapter_sources():
-            sync(md)
-            print(f"synced {md.relative_to(ROOT)} <-> {md.with_suffix('.ipynb').name}")
+    sys.exit(main(sys.argv[1:]))

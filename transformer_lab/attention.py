@@ -8,6 +8,8 @@ True = may attend, broadcastable to ``[..., query_pos, key_pos]``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from itertools import zip_longest
 
 import torch
 import torch.nn.functional as F
@@ -19,6 +21,7 @@ __all__ = [
     "scaled_dot_product_attention",
     "attention_weights",
     "check_qkv",
+    "broadcast_shape",
     "DotScore",
     "MultiplicativeScore",
     "AdditiveScore",
@@ -27,8 +30,26 @@ __all__ = [
 ]
 
 
-def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    """Raise a ValueError/TypeError that names the problem when q, k, v do not fit together."""
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...] | None:
+    """The shape ``shapes`` broadcast to, or None when they do not broadcast.
+
+    Plain Python on purpose: it runs on every attention call, and
+    ``torch.broadcast_shapes`` costs more than a small attention kernel.
+    """
+    out = []
+    for sizes in zip_longest(*(reversed(s) for s in shapes), fillvalue=1):
+        size = max(sizes)
+        if any(n != 1 and n != size for n in sizes):
+            return None
+        out.append(size)
+    return tuple(reversed(out))
+
+
+def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, ...]:
+    """Raise a ValueError/TypeError that names the problem when q, k, v do not fit together.
+
+    Returns the shape of the scores, ``[..., query_pos, key_pos]``.
+    """
     for name, t in (("query", q), ("key", k), ("value", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -38,28 +59,26 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
             raise ValueError(f"{name} must be [..., pos, d_head], got shape {tuple(t.shape)}")
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError(f"query, key and value dtypes differ: {q.dtype}, {k.dtype}, {v.dtype}")
-    if k.shape[-1] != q.shape[-1]:
-        raise ValueError(f"key has d_head={k.shape[-1]} but query has d_head={q.shape[-1]}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"key has key_pos={k.shape[-2]} but value has key_pos={v.shape[-2]}")
-    if q.shape[-2] == 0 or k.shape[-2] == 0:
+    *q_batch, query_pos, d_head = q.shape
+    *k_batch, key_pos, d_key = k.shape
+    *v_batch, value_pos, _ = v.shape
+    if d_key != d_head:
+        raise ValueError(f"key has d_head={d_key} but query has d_head={d_head}")
+    if key_pos != value_pos:
+        raise ValueError(f"key has key_pos={key_pos} but value has key_pos={value_pos}")
+    if query_pos == 0 or key_pos == 0:
         raise ValueError(
-            f"empty sequence: query_pos={q.shape[-2]}, key_pos={k.shape[-2]}; need at least one token"
+            f"empty sequence: query_pos={query_pos}, key_pos={key_pos}; need at least one token"
         )
-    if q.shape[-1] == 0:
+    if d_head == 0:
         raise ValueError("d_head must be positive, got 0")
-    try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError as err:
+    batch = broadcast_shape(q_batch, k_batch, v_batch)
+    if batch is None:
         raise ValueError(
-            f"batch dimensions do not broadcast: query {tuple(q.shape[:-2])}, "
-            f"key {tuple(k.shape[:-2])}, value {tuple(v.shape[:-2])}"
-        ) from err
-
-
-def _scores_shape(q: torch.Tensor, k: torch.Tensor) -> tuple[int, ...]:
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
-    return (*batch, q.shape[-2], k.shape[-2])
+            f"batch dimensions do not broadcast: query {tuple(q_batch)}, "
+            f"key {tuple(k_batch)}, value {tuple(v_batch)}"
+        )
+    return (*batch, query_pos, key_pos)
 
 
 def attention_weights(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -104,9 +123,9 @@ def scaled_dot_product_attention(
     Returns:
         output ``[..., query_pos, d_value]`` and weights ``[..., query_pos, key_pos]``.
     """
-    check_qkv(q, k, v)
+    scores_shape = check_qkv(q, k, v)
     if mask is not None:
-        check_mask(mask, _scores_shape(q, k))
+        check_mask(mask, scores_shape)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     if not need_weights:
@@ -119,16 +138,25 @@ def scaled_dot_product_attention(
 
 
 def _fused(q, k, v, mask, scale, dropout_p):
-    """The fused kernel, with empty query rows returning zeros as in the explicit path."""
+    """The fused kernel, with empty query rows returning zeros as in the explicit path.
+
+    Kernels disagree on a row with nothing to attend to (NaN, zeros or a uniform
+    average), so such rows are given every key and their output is zeroed afterwards.
+    Finding them costs one reduction over the mask as given (not broadcast).
+    """
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=scale)
-    empty_row = ~mask.any(dim=-1, keepdim=True)
-    if bool(empty_row.any()):
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask | empty_row, dropout_p=dropout_p, scale=scale
+    if mask.dim() < 2:  # the kernel wants at least [query_pos, key_pos]
+        mask = mask.view(*[1] * (2 - mask.dim()), *mask.shape)
+    has_key = mask.any(dim=-1, keepdim=True)  # [..., query_pos, 1]
+    if bool(has_key.all()):
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
         )
-        return out.masked_fill(empty_row, 0.0)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
+    out = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask | ~has_key, dropout_p=dropout_p, scale=scale
+    )
+    return out.masked_fill(~has_key, 0.0)
 
 
 # --- Score functions for attention in seq2seq models ------------------------------------

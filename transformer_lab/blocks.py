@@ -110,10 +110,12 @@ class DecoderBlock(_Block):
 
 
 def _torch_activation(m) -> str:
+    """Our activation name for a PyTorch layer's ``activation`` (a function or a module)."""
     act = m.activation
-    name = getattr(act, "__name__", type(act).__name__).lower()
-    if "gelu" in name:
-        return "gelu"
-    if "relu" in name:
+    if isinstance(act, nn.GELU):
+        return "gelu_tanh" if act.approximate == "tanh" else "gelu"
+    if isinstance(act, nn.ReLU) or act is torch.nn.functional.relu:
         return "relu"
-    raise ValueError(f"unsupported activation {act!r}")
+    if act is torch.nn.functional.gelu:
+        return "gelu"
+    raise ValueError(f"unsupported activation {act!r}; expected relu or gelu")

@@ -19,7 +19,13 @@ def device(prefer: str | None = None) -> torch.device:
     """
     choice = prefer or os.environ.get("TRANSFORMER_LAB_DEVICE")
     if choice:
-        return torch.device(choice)
+        try:
+            return torch.device(choice)
+        except RuntimeError as err:
+            source = "prefer" if prefer else "TRANSFORMER_LAB_DEVICE"
+            raise ValueError(
+                f"{source} must name a device such as 'cpu', 'cuda' or 'mps', got {choice!r}"
+            ) from err
     if torch.cuda.is_available():
         return torch.device("cuda")
     mps = getattr(torch.backends, "mps", None)

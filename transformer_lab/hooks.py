@@ -46,20 +46,23 @@ def capture(model: nn.Module, names: str | Iterable[str] | None = None) -> Itera
         names = [names]
     patterns = list(names) if names is not None else ["*"]
     store: dict[str, torch.Tensor] = {}
-    hooks = []
-    for name, module in model.named_modules():
-        if isinstance(module, Hook) and any(fnmatch.fnmatchcase(name, p) for p in patterns):
-            module.name = name
-            module._store = store
-            hooks.append(module)
+    hooks = [
+        (name, module)
+        for name, module in model.named_modules()
+        if isinstance(module, Hook) and any(fnmatch.fnmatchcase(name, p) for p in patterns)
+    ]
     if not hooks:
         available = [n for n, m in model.named_modules() if isinstance(m, Hook)]
         raise ValueError(f"no hook matches {patterns}; available: {available[:8]}...")
+    previous = [(module.name, module._store) for _, module in hooks]
+    for name, module in hooks:
+        module.name, module._store = name, store
     try:
         yield store
     finally:
-        for module in hooks:
-            module._store = None
+        # restore what an enclosing capture had set (usually nothing)
+        for (_, module), (name, old_store) in zip(hooks, previous, strict=True):
+            module.name, module._store = name, old_store
 
 
 def run_with_cache(model: nn.Module, *args, names=None, **kwargs):

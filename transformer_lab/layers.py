@@ -55,6 +55,9 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_mlp: int, activation: str = "relu", dropout: float = 0.0):
         super().__init__()
+        for name, value in (("d_model", d_model), ("d_mlp", d_mlp)):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         self.activation = activation

@@ -62,20 +62,24 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = No
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
     longest = int(lengths.max())
     max_len = longest if max_len is None else max_len
+    if not isinstance(max_len, int) or isinstance(max_len, bool):
+        raise TypeError(f"max_len must be an int, got {type(max_len).__name__}")
     if max_len < longest:
         raise ValueError(f"max_len={max_len} is shorter than the longest sequence ({longest})")
     if max_len <= 0:
-        raise ValueError("max_len must be positive")
+        raise ValueError(f"max_len must be positive, got {max_len}")
     positions = torch.arange(max_len, device=lengths.device)
     return (positions[None, :] < lengths[:, None])[:, None, None, :]  # [batch, 1, 1, key_pos]
 
 
 def padding_mask_from_ids(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """Key padding mask ``[batch, 1, 1, key_pos]``: True where ``ids`` is not ``pad_id``."""
-    if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
-        raise ValueError("ids must be a [batch, pos] tensor of token ids")
-    if ids.dtype.is_floating_point:
-        raise TypeError(f"ids must be integer token ids, got {ids.dtype}")
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"ids must be a torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.dim() != 2:
+        raise ValueError(f"ids must be [batch, pos], got shape {tuple(ids.shape)}")
+    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        raise TypeError(f"ids must be integer token ids, got dtype {ids.dtype}")
     return (ids != pad_id)[:, None, None, :]
 
 
@@ -116,19 +120,52 @@ def check_mask(mask: torch.Tensor, target_shape: Sequence[int]) -> torch.Tensor:
     return mask
 
 
-def to_torch_mask(mask: torch.Tensor | None) -> torch.Tensor | None:
+def to_torch_mask(mask: torch.Tensor | None, *, key_padding: bool = False) -> torch.Tensor | None:
     """Convert our mask (True = may attend) to PyTorch's ``attn_mask``/``key_padding_mask``
-    convention (True = ignore)."""
-    return None if mask is None else ~mask
+    convention (True = ignore).
+
+    With ``key_padding=True`` a padding mask ``[batch, 1, 1, key_pos]`` becomes the
+    ``[batch, key_pos]`` that ``key_padding_mask`` arguments expect.
+    """
+    if mask is None:
+        return None
+    if key_padding:
+        if mask.dim() != 4 or mask.shape[1:3] != (1, 1):
+            raise ValueError(
+                f"a key padding mask must be [batch, 1, 1, key_pos], got shape {tuple(mask.shape)}"
+            )
+        mask = mask[:, 0, 0, :]
+    return ~check_mask(mask, mask.shape)
 
 
-def from_torch_mask(torch_mask: torch.Tensor | None) -> torch.Tensor | None:
+def from_torch_mask(
+    torch_mask: torch.Tensor | None, *, key_padding: bool = False
+) -> torch.Tensor | None:
     """Convert a PyTorch boolean mask (True = ignore) or additive float mask (``-inf`` =
-    ignore) to ours (True = may attend)."""
+    ignore, ``0`` = attend) to ours (True = may attend).
+
+    With ``key_padding=True`` a ``key_padding_mask [batch, key_pos]`` becomes our
+    ``[batch, 1, 1, key_pos]``, which broadcasts over heads and queries (as a
+    ``[batch, key_pos]`` mask it would broadcast against ``[query_pos, key_pos]``).
+    """
     if torch_mask is None:
         return None
     if torch_mask.dtype == torch.bool:
-        return ~torch_mask
-    if torch.isfinite(torch_mask).all() and (torch_mask != 0).any():
-        raise ValueError("an additive float mask with finite non-zero biases has no boolean form")
-    return ~torch.isneginf(torch_mask)
+        mask = ~torch_mask
+    elif torch_mask.is_floating_point():
+        finite = torch.isfinite(torch_mask)
+        if (torch_mask[finite] != 0).any() or torch.isposinf(torch_mask).any():
+            raise ValueError(
+                "expected an additive float mask of only 0 and -inf; one with other values "
+                "(a bias) has no boolean form"
+            )
+        mask = ~torch.isneginf(torch_mask)
+    else:
+        raise TypeError(f"expected a bool or float PyTorch mask, got dtype {torch_mask.dtype}")
+    if key_padding:
+        if mask.dim() != 2:
+            raise ValueError(
+                f"a key_padding_mask must be [batch, key_pos], got shape {tuple(mask.shape)}"
+            )
+        mask = mask[:, None, None, :]  # [batch, 1, 1, key_pos]
+    return mask

@@ -37,7 +37,7 @@ class SinusoidalPositions(nn.Module):
         self.register_buffer("W_pos", sinusoidal_encoding(max_pos, d_model), persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        n = x.shape[-2]
+        n = _check_input(x, offset, self.W_pos.shape[1])
         if offset + n > self.W_pos.shape[0]:
             # the formula extends to any position, so compute the longer table on demand
             table = sinusoidal_encoding(offset + n, self.W_pos.shape[1]).to(x.device, x.dtype)
@@ -54,10 +54,19 @@ class LearnedPositions(nn.Module):
         self.W_pos = nn.Parameter(torch.randn(max_pos, d_model) * init_std)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        n = x.shape[-2]
+        n = _check_input(x, offset, self.W_pos.shape[1])
         if offset + n > self.W_pos.shape[0]:
             raise ValueError(
                 f"learned positions cover {self.W_pos.shape[0]} positions but positions "
                 f"{offset}..{offset + n - 1} were asked for"
             )
         return x + self.W_pos[offset : offset + n]
+
+
+def _check_input(x: torch.Tensor, offset: int, d_model: int) -> int:
+    """Validate ``x [..., pos, d_model]`` and ``offset``; return ``pos``."""
+    if x.dim() < 2 or x.shape[-1] != d_model:
+        raise ValueError(f"expected x of shape [..., pos, {d_model}], got {tuple(x.shape)}")
+    if not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be a non-negative int, got {offset!r}")
+    return x.shape[-2]

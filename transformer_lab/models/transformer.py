@@ -36,17 +36,32 @@ class TransformerConfig:
     tie_embeddings: bool = False  # share the target embedding with the output projection
 
     def __post_init__(self):
+        def is_int(value):
+            return isinstance(value, int) and not isinstance(value, bool)
+
         for name in ("d_vocab_src", "d_vocab_tgt", "d_model", "n_heads", "d_mlp", "max_pos"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
+            if not is_int(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         for name in ("n_layers_enc", "n_layers_dec"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+            if not is_int(getattr(self, name)) or getattr(self, name) < 0:
                 raise ValueError(f"{name} must be a non-negative int, got {getattr(self, name)!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
+        for name in ("norm_first", "tie_embeddings"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if self.final_norm is not None and not isinstance(self.final_norm, bool):
+            raise TypeError(f"final_norm must be None or a bool, got {self.final_norm!r}")
+        if self.pad_id is not None:
+            smallest = min(self.d_vocab_src, self.d_vocab_tgt)
+            if not is_int(self.pad_id) or not 0 <= self.pad_id < smallest:
+                raise ValueError(
+                    f"pad_id must be None or an int in [0, {smallest}) (a token of both "
+                    f"vocabularies), got {self.pad_id!r}"
+                )
         if self.positional not in ("sinusoidal", "learned"):
             raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
         if self.activation not in ("relu", "gelu"):
@@ -126,10 +141,17 @@ class EncoderDecoder(nn.Module):
         self.embed_src, self.embed_tgt, self.memory = Hook(), Hook(), Hook()
 
     def _embed(self, ids, W_E, pos, offset=0):
+        if not isinstance(ids, torch.Tensor):
+            raise TypeError(f"token ids must be a torch.Tensor, got {type(ids).__name__}")
         if ids.dtype not in (torch.int64, torch.int32):
             raise TypeError(f"token ids must be int64 or int32, got {ids.dtype}")
-        if ids.dim() != 2 or ids.shape[1] == 0:
+        if ids.dim() != 2 or ids.shape[1] == 0 or ids.shape[0] == 0:
             raise ValueError(f"token ids must be a non-empty [batch, pos] tensor, got {tuple(ids.shape)}")
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= W_E.num_embeddings:
+            raise ValueError(
+                f"token ids must be in [0, {W_E.num_embeddings}), got values from {low} to {high}"
+            )
         return self.drop(pos(W_E(ids) * math.sqrt(self.cfg.d_model), offset))  # [batch, pos, d_model]
 
     def source_mask(self, src: torch.Tensor) -> torch.Tensor | None:
@@ -163,6 +185,8 @@ class EncoderDecoder(nn.Module):
     def load_torch_transformer(self, m: nn.Transformer) -> EncoderDecoder:
         """Copy the encoder and decoder stacks of an ``nn.Transformer`` with the same shape
         (the embeddings and output projection, which ``nn.Transformer`` lacks, stay ours)."""
+        if m.d_model != self.cfg.d_model:
+            raise ValueError(f"torch model has d_model={m.d_model} but ours has {self.cfg.d_model}")
         if len(m.encoder.layers) != len(self.encoder.blocks) or len(m.decoder.layers) != len(self.decoder.blocks):
             raise ValueError(
                 f"layer counts differ: torch has {len(m.encoder.layers)}+{len(m.decoder.layers)}, "

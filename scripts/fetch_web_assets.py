@@ -1,0 +1,112 @@
+"""Gather the JavaScript the static site serves itself, so that no page loads from a CDN.
+
+``python scripts/fetch_web_assets.py`` fills ``_build/web_assets`` (listed in
+``html_static_path`` by ``_config.yml``, so Sphinx copies it into ``_build/html/_static``):
+
+- ``plotly.min.js``, copied from the installed ``plotly`` Python package: the kernel-free
+  explorations call ``Plotly.newPlot`` on the global it defines;
+- ``widgets/require.js`` and ``widgets/embed-amd.js`` (with the icon fonts it loads), from
+  the npm packages ``requirejs`` and ``@jupyter-widgets/html-manager`` at pinned versions,
+  installed with ``npm install --prefix _build/web_assets_npm``: they display the
+  ipywidgets state saved in executed chapters (myst-nb's ``nb_ipywidgets_js``).
+
+MathJax is served the same way by the ``sphinx-mathjax-offline`` extension. npm is run only
+when the pinned packages are not already in the cache folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ASSETS = ROOT / "_build" / "web_assets"
+NPM_PREFIX = ROOT / "_build" / "web_assets_npm"
+
+# ipywidgets 8.1 speaks widget protocol 2, which html-manager 1.0.x renders.
+NPM_PACKAGES = {"@jupyter-widgets/html-manager": "1.0.15", "requirejs": "2.3.7"}
+# the html-manager bundle refers to its icon fonts by file name, next to embed-amd.js
+FONT_SUFFIXES = (".woff", ".woff2", ".ttf", ".eot", ".svg")
+
+
+def installed_version(package: str) -> str | None:
+    manifest = NPM_PREFIX / "node_modules" / package / "package.json"
+    if not manifest.exists():
+        return None
+    return json.loads(manifest.read_text()).get("version")
+
+
+def npm_install() -> None:
+    missing = {p: v for p, v in NPM_PACKAGES.items() if installed_version(p) != v}
+    if not missing:
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        sys.exit(
+            "scripts/fetch_web_assets.py needs npm to fetch the ipywidgets scripts for the site: "
+            "install Node.js and npm (Debian/Ubuntu: `apt-get install npm`) and run it again."
+        )
+    NPM_PREFIX.mkdir(parents=True, exist_ok=True)
+    specs = [f"{name}@{version}" for name, version in NPM_PACKAGES.items()]
+    print(f"npm install {' '.join(specs)} into {NPM_PREFIX.relative_to(ROOT)}")
+    subprocess.run(
+        [
+            npm,
+            "install",
+            "--prefix",
+            str(NPM_PREFIX),
+            "--no-save",
+            "--no-package-lock",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            *specs,
+        ],
+        check=True,
+    )
+    for name, version in NPM_PACKAGES.items():
+        if installed_version(name) != version:
+            sys.exit(f"npm did not install {name}@{version} into {NPM_PREFIX}")
+
+
+def copy_if_changed(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and target.read_bytes() == source.read_bytes():
+        return
+    shutil.copyfile(source, target)
+
+
+def plotly_js() -> Path:
+    import plotly
+
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    if not path.exists():
+        sys.exit(f"the installed plotly package has no {path}: reinstall plotly")
+    return path
+
+
+def fetch() -> list[Path]:
+    """Put every asset in ``_build/web_assets`` and return the files written there."""
+    npm_install()
+    modules = NPM_PREFIX / "node_modules"
+    dist = modules / "@jupyter-widgets" / "html-manager" / "dist"
+    copies = {
+        plotly_js(): ASSETS / "plotly.min.js",
+        modules / "requirejs" / "require.js": ASSETS / "widgets" / "require.js",
+        dist / "embed-amd.js": ASSETS / "widgets" / "embed-amd.js",
+    }
+    for font in sorted(dist.iterdir()):
+        if font.suffix in FONT_SUFFIXES:
+            copies[font] = ASSETS / "widgets" / font.name
+    for source, target in copies.items():
+        copy_if_changed(source, target)
+    return sorted(copies.values())
+
+
+if __name__ == "__main__":
+    files = fetch()
+    print(f"{len(files)} web assets ready in {ASSETS.relative_to(ROOT)}")

@@ -1,0 +1,94 @@
+"""``transformer_lab.device()`` and ``seed_everything``."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+
+import transformer_lab
+
+
+def expected_device() -> str:
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def test_device_picks_the_best_available(monkeypatch):
+    monkeypatch.delenv("TRANSFORMER_LAB_DEVICE", raising=False)
+    picked = transformer_lab.device()
+    assert isinstance(picked, torch.device)
+    assert picked.type == expected_device()
+
+
+def test_device_is_cpu_without_accelerators(monkeypatch):
+    monkeypatch.delenv("TRANSFORMER_LAB_DEVICE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert transformer_lab.device() == torch.device("cpu")
+
+
+def test_device_prefers_cuda_then_mps(monkeypatch):
+    monkeypatch.delenv("TRANSFORMER_LAB_DEVICE", raising=False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert transformer_lab.device().type == "mps"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert transformer_lab.device().type == "cuda"
+
+
+def test_environment_override(monkeypatch):
+    # "meta" exists on every machine, so it proves the variable is obeyed
+    monkeypatch.setenv("TRANSFORMER_LAB_DEVICE", "meta")
+    assert transformer_lab.device() == torch.device("meta")
+    # an explicit argument beats the environment
+    assert transformer_lab.device("cpu") == torch.device("cpu")
+
+
+def test_bad_device_names(monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_LAB_DEVICE", "gpu-please")
+    with pytest.raises(ValueError, match=r"TRANSFORMER_LAB_DEVICE must name a device .*got 'gpu-please'"):
+        transformer_lab.device()
+    with pytest.raises(ValueError, match=r"prefer must name a device .*got 'tpu'"):
+        transformer_lab.device("tpu")
+
+
+def draws():
+    return random.random(), float(np.random.rand()), torch.randn(3).tolist()
+
+
+def test_seed_everything_reproduces_every_generator():
+    transformer_lab.seed_everything(123)
+    first = draws()
+    transformer_lab.seed_everything(123)
+    assert draws() == first
+    transformer_lab.seed_everything(124)
+    assert draws() != first
+
+
+def test_seed_everything_returns_a_seeded_generator():
+    g1 = transformer_lab.seed_everything(7)
+    g2 = transformer_lab.seed_everything(7)
+    assert isinstance(g1, torch.Generator)
+    assert torch.equal(torch.randn(4, generator=g1), torch.randn(4, generator=g2))
+
+
+def test_seed_everything_deterministic_flag():
+    before = torch.are_deterministic_algorithms_enabled()
+    try:
+        transformer_lab.seed_everything(0, deterministic=True)
+        assert torch.are_deterministic_algorithms_enabled()
+    finally:
+        torch.use_deterministic_algorithms(before)
+
+
+@pytest.mark.parametrize("seed", [1.5, "1", True])
+def test_seed_must_be_an_int(seed):
+    with pytest.raises(TypeError, match=rf"seed must be an int, got {type(seed).__name__}"):
+        transformer_lab.seed_everything(seed)

@@ -1,0 +1,136 @@
+"""The Shakespeare data: Markdown conversion, the fixed order, the split, both tokenizers."""
+
+from __future__ import annotations
+
+import torch
+
+from transformer_lab.data import shakespeare as sh
+
+
+def test_markdown_to_text_speakers_directions_and_continuations():
+    markdown = (
+        "# Macbeth\n\n## ACT I\n\n### SCENE II. A camp.\n\n"
+        "_Alarum within. Enter DUNCAN, meeting a bleeding\nSergeant_\n\n"
+        "**DUNCAN**  \nWhat bloody man is that?  \nHe can report.\n\n"
+        "**Sergeant**  \n__\\[Aside]_  \nDoubtful it stood--  \nAs two spent swimmers\u2014\n\n"
+        "_Exit Sergeant_\n\nWho comes here?\n\n"
+        "*Enter at one door Derby,\nwith a Drum.*\n\n"
+        "**First Witch**  \nNo, no; he'll __\\[ ]_  \nSeem to break loose.\n"
+    )
+    assert sh.markdown_to_text(markdown) == (
+        "DUNCAN:\nWhat bloody man is that?\nHe can report.\n\n"
+        "Sergeant:\nDoubtful it stood--\nAs two spent swimmers--\nWho comes here?\n\n"
+        "First Witch:\nNo, no; he'll\nSeem to break loose.\n"
+    )
+
+
+def test_scene_heading_continuations_and_names_split_over_two_paragraphs():
+    markdown = (
+        "### SCENE VII. A tent in the French camp. LEAR on a bed asleep,\n\n"
+        "soft music playing; Gentleman, and others attending.\n\n"
+        "COUNTESS\n\n**OF AUVERGNE**  \nIs this the man?\n\n"
+        "### Prologue\n\nI come no more to make you laugh.\n"
+    )
+    assert sh.markdown_to_text(markdown) == (
+        "COUNTESS OF AUVERGNE:\nIs this the man?\n\nI come no more to make you laugh.\n"
+    )
+
+
+def test_a_new_scene_does_not_continue_the_last_speech():
+    markdown = (
+        "**ROSS**  \nGod save the king!\n\n### SCENE III. A room.\n\n_Enter TIMON_\n\n"
+        "A line with no speaker.\n"
+    )
+    assert sh.markdown_to_text(markdown) == "ROSS:\nGod save the king!\n\nA line with no speaker.\n"
+
+
+def test_load_plays_fixed_order_titles_and_no_markup():
+    plays = sh.load_plays()
+    assert len(plays) == len(sh.PLAYS) == 38
+    titles = [t for t, _ in plays]
+    assert titles[0] == "A Midsummer Night's Dream"
+    assert titles[-1] == "Timon of Athens"
+    assert "Measure for Measure" in titles  # the one file without a title heading
+    assert plays == sh.load_plays()  # deterministic and returned as a fresh list
+    macbeth = dict(plays)["Macbeth"]
+    assert macbeth.startswith("First Witch:\nWhen shall we three meet again\n")
+    speeches = 0
+    with_speaker = 0
+    for _, text in plays:
+        assert not set("#*_[]\\\u2014") & set(text)
+        assert "\n\n\n" not in text and not text.startswith("\n") and text.endswith("\n")
+        for speech in text.split("\n\n"):
+            speeches += 1
+            with_speaker += speech.split("\n")[0].endswith(":")
+    # a few speeches are printed without a speaker (prologues, songs); nearly all have one
+    assert speeches > 30_000 and speeches - with_speaker < 10
+
+
+def test_split_holds_out_the_last_plays_and_at_least_100k_chars():
+    plays = sh.load_plays()
+    train, val = sh.split_plays()
+    assert train + val == plays
+    assert sum(len(t) for _, t in val) >= 100_000
+    assert sum(len(t) for _, t in val[1:]) < 100_000  # the fewest plays that suffice
+    assert not {t for t, _ in train} & {t for t, _ in val}
+    train_text, val_text = sh.train_val_text()
+    assert len(val_text) >= 100_000 and val_text not in train_text
+    # asking for more held-out text takes more plays from the end
+    _, val_more = sh.split_plays(min_val_chars=250_000)
+    assert val_more[-len(val) :] == val and len(val_more) > len(val)
+
+
+def test_char_tokenizer_round_trip_and_unknown_characters():
+    tok = sh.char_tokenizer()
+    _, val_text = sh.train_val_text()
+    ids = tok.encode(val_text[:5000])
+    assert tok.decode(ids) == val_text[:5000]
+    assert max(ids) < tok.vocab_size and tok.vocab_size < 100
+    assert torch.equal(tok.encode_tensor("Hamlet:\n"), torch.tensor(tok.encode("Hamlet:\n")))
+    try:
+        tok.encode("caf\u00e9")
+    except ValueError as err:
+        assert "'\u00e9'" in str(err)
+    else:
+        raise AssertionError("an unknown character must raise")
+
+
+def test_bpe_is_trained_on_training_text_deterministically_and_cached(tmp_path, monkeypatch):
+    plays = sh.load_plays()
+    small_train, small_val = plays[0][1], plays[1][1]  # a small stand-in keeps this fast
+    monkeypatch.setattr(sh, "train_val_text", lambda *a, **k: (small_train, small_val))
+    monkeypatch.setenv("TRANSFORMER_LAB_CACHE", str(tmp_path))
+    sh.bpe_tokenizer.cache_clear()
+    try:
+        a = sh.bpe_tokenizer(300)
+        files = sorted(p.name for p in tmp_path.iterdir())
+        assert len(files) == 1 and files[0].startswith("shakespeare_bpe_300_")
+        first = (tmp_path / files[0]).read_bytes()
+        sh.bpe_tokenizer.cache_clear()
+        assert sh.bpe_tokenizer(300).encode(small_val[:500]) == a.encode(small_val[:500])
+        (tmp_path / files[0]).unlink()
+        sh.bpe_tokenizer.cache_clear()
+        b = sh.bpe_tokenizer(300)  # trained again from scratch: byte-identical
+        assert (tmp_path / files[0]).read_bytes() == first
+        assert a.vocab_size == b.vocab_size == 300
+        text = "KING LEAR:\nBlow, winds, and crack your cheeks! rage! blow!\n\n"
+        ids = a.encode(text)
+        assert a.decode(ids) == text and len(ids) < len(text)
+        assert a.encode_tensor(text + text).tolist() == a.encode(text + text)
+        assert a.chars_per_token(text) == len(text) / len(ids)
+        train_ids, val_ids = sh._encode_splits(a)
+        assert a.decode(val_ids.tolist()) == small_val
+        assert (tmp_path / files[0]).with_suffix(".ids.pt").is_file()
+    finally:
+        sh.bpe_tokenizer.cache_clear()
+        sh._encode_splits.cache_clear()
+
+
+def test_get_batch_targets_are_inputs_shifted():
+    data = torch.arange(100)
+    g = torch.Generator().manual_seed(0)
+    x, y = sh.get_batch(data, 4, 8, generator=g)
+    assert x.shape == y.shape == (4, 8)
+    assert torch.equal(y[:, :-1], x[:, 1:]) and torch.equal(y[:, -1], x[:, -1] + 1)
+    g2 = torch.Generator().manual_seed(0)
+    assert torch.equal(sh.get_batch(data, 4, 8, generator=g2)[0], x)

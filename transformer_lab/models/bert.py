@@ -1,0 +1,279 @@
+"""BERT: a bidirectional Transformer encoder pretrained by masked-language modelling and
+next-sentence prediction (Devlin et al. 2019).
+
+The encoder is the post-LN :class:`~transformer_lab.blocks.EncoderBlock` with GELU and no
+causal mask: every token may attend to every real (non-padding) token on both sides.
+Its input is the sum of three learned embeddings, token ``W_E``, position ``W_pos`` and
+segment ``W_seg`` (sentence A or B), followed by a layer norm.
+
+- :class:`BertModel`: embeddings, encoder blocks and the pooler; returns a
+  :class:`BertOutput` with ``last_hidden_state``, ``pooler_output``, ``hidden_states`` and
+  ``attentions`` (one ``[batch, n_heads, query_pos, key_pos]`` tensor per layer).
+- :class:`BertForPreTraining`: the model plus the masked-LM head (a transform, then a
+  decoder tied to ``W_E``) and the next-sentence head (a classifier on the pooled
+  ``[CLS]`` vector), with :meth:`BertForPreTraining.pretraining_loss`.
+
+Hooks: ``embed`` (after the embedding layer norm) and every block's hooks under
+``blocks.N`` (``blocks.0.attn.pattern`` ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..blocks import EncoderBlock
+from ..data.mlm import IGNORE_INDEX
+from ..hooks import Hook
+from ..layers import LayerNorm
+
+__all__ = ["BertConfig", "BertOutput", "BertModel", "BertForPreTraining", "PreTrainingOutput",
+           "PreTrainingLoss", "IGNORE_INDEX"]
+
+@dataclass(frozen=True)
+class BertConfig:
+    d_vocab: int  # vocabulary size (30522 for the uncased English WordPiece vocabulary)
+    d_model: int = 128  # width of the residual stream (768 in BERT-base, 384 in MiniLM-L6)
+    n_heads: int = 4  # attention heads per layer; d_head = d_model // n_heads
+    d_mlp: int = 512  # hidden width of the feed-forward network (4 * d_model in BERT)
+    n_layers: int = 2  # encoder blocks (12 in BERT-base, 6 in MiniLM-L6)
+    max_pos: int = 128  # rows of the learned position table (512 in BERT)
+    n_segments: int = 2  # segment embeddings: 0 = sentence A, 1 = sentence B
+    dropout: float = 0.1  # dropout on embeddings, attention weights and sublayer outputs
+    eps: float = 1e-12  # layer-norm epsilon (BERT's value; PyTorch's default is 1e-5)
+    pad_id: int = 0  # id of the [PAD] token
+    init_std: float = 0.02  # standard deviation of the normal initialisation (as in BERT)
+
+    def __post_init__(self):
+        for name in ("d_vocab", "d_model", "n_heads", "d_mlp", "n_layers", "max_pos", "n_segments"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        if not self.eps > 0:
+            raise ValueError(f"eps must be positive, got {self.eps!r}")
+        if not isinstance(self.pad_id, int) or not 0 <= self.pad_id < self.d_vocab:
+            raise ValueError(f"pad_id must be a token id in [0, {self.d_vocab}), got {self.pad_id!r}")
+        if not self.init_std > 0:
+            raise ValueError(f"init_std must be positive, got {self.init_std!r}")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+
+@dataclass
+class BertOutput:
+    """What :class:`BertModel` returns."""
+
+    last_hidden_state: torch.Tensor  # [batch, pos, d_model], output of the last block
+    pooler_output: torch.Tensor  # [batch, d_model], tanh(dense(h_[CLS]))
+    hidden_states: tuple[torch.Tensor, ...]  # n_layers + 1 of [batch, pos, d_model]
+    attentions: tuple[torch.Tensor, ...] | None  # n_layers of [batch, n_heads, pos, pos]
+
+
+class BertEmbeddings(nn.Module):
+    """``LN(W_E[token] + W_pos[position] + W_seg[segment])``, then dropout."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.W_E = nn.Embedding(cfg.d_vocab, cfg.d_model)
+        self.W_pos = nn.Embedding(cfg.max_pos, cfg.d_model)
+        self.W_seg = nn.Embedding(cfg.n_segments, cfg.d_model)
+        self.ln = LayerNorm(cfg.d_model, cfg.eps)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, input_ids: torch.Tensor, segment_ids: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)  # [pos]
+        x = self.W_E(input_ids) + self.W_pos(positions) + self.W_seg(segment_ids)
+        return self.drop(self.ln(x))  # [batch, pos, d_model]
+
+
+class BertBlock(EncoderBlock):
+    """The post-LN encoder block, which can also hand back its attention weights."""
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                return_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        self._want_weights, self._weights = return_weights, None
+        out = super().forward(x, mask)
+        weights, self._weights = self._weights, None
+        return out, weights
+
+    def _self_attn(self, h, mask):
+        out, self._weights = self.attn(h, mask=mask, need_weights=self._want_weights)
+        return out
+
+
+class BertModel(nn.Module):
+    """The BERT encoder: embeddings, ``n_layers`` post-LN GELU blocks, and the pooler.
+
+    ``model(input_ids, attention_mask=None, segment_ids=None)``:
+
+    - ``input_ids`` ``[batch, pos]`` token ids;
+    - ``attention_mask`` ``[batch, pos]``, 1 (or True) for real tokens and 0 for padding;
+      None means every position is real. It becomes the boolean key mask
+      ``[batch, 1, 1, pos]`` (True = may attend). There is no causal mask: the encoder is
+      bidirectional. Padding positions still get (meaningless) outputs; ignore them.
+    - ``segment_ids`` ``[batch, pos]`` 0 for sentence A, 1 for sentence B (default 0).
+    """
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embeddings = BertEmbeddings(cfg)
+        self.blocks = nn.ModuleList(
+            BertBlock(cfg.d_model, cfg.n_heads, cfg.d_mlp, dropout=cfg.dropout,
+                      norm_first=False, activation="gelu", eps=cfg.eps)
+            for _ in range(cfg.n_layers)
+        )
+        self.pooler = nn.Linear(cfg.d_model, cfg.d_model)
+        self.embed = Hook()
+        self.apply(lambda m: _init_bert(m, cfg.init_std))
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                segment_ids: torch.Tensor | None = None, *,
+                output_attentions: bool = True) -> BertOutput:
+        mask = self.key_mask(input_ids, attention_mask)  # [batch, 1, 1, pos] or None
+        if segment_ids is None:
+            segment_ids = torch.zeros_like(input_ids)
+        else:
+            self._check_segments(input_ids, segment_ids)
+        x = self.embed(self.embeddings(input_ids, segment_ids))  # [batch, pos, d_model]
+        hidden, attentions = [x], []
+        for block in self.blocks:
+            x, weights = block(x, mask, return_weights=output_attentions)
+            hidden.append(x)
+            attentions.append(weights)  # [batch, n_heads, pos, pos]
+        pooled = torch.tanh(self.pooler(x[:, 0]))  # [batch, d_model], from the [CLS] position
+        return BertOutput(x, pooled, tuple(hidden), tuple(attentions) if output_attentions else None)
+
+    def key_mask(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None):
+        """Check ``input_ids`` and turn a 1/0 ``attention_mask`` ``[batch, pos]`` into the
+        boolean key mask ``[batch, 1, 1, pos]`` (True = may attend); None stays None."""
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (torch.int64, torch.int32):
+            got = input_ids.dtype if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+            raise TypeError(f"input_ids must be an int64 or int32 tensor, got {got}")
+        if input_ids.dim() != 2 or input_ids.shape[1] == 0:
+            raise ValueError(f"input_ids must be a non-empty [batch, pos] tensor, got {tuple(input_ids.shape)}")
+        if input_ids.shape[1] > self.cfg.max_pos:
+            raise ValueError(f"sequence of {input_ids.shape[1]} tokens is longer than max_pos={self.cfg.max_pos}")
+        if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= self.cfg.d_vocab):
+            raise ValueError(f"token ids must lie in [0, {self.cfg.d_vocab}), got "
+                             f"[{int(input_ids.min())}, {int(input_ids.max())}]")
+        if attention_mask is None:
+            return None
+        if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
+            shape = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else attention_mask
+            raise ValueError(f"attention_mask must be [batch, pos] = {tuple(input_ids.shape)} "
+                             f"(1 = real token, 0 = padding), got {shape}")
+        if attention_mask.is_floating_point() and not ((attention_mask == 0) | (attention_mask == 1)).all():
+            raise ValueError("attention_mask must hold 1 for real tokens and 0 for padding")
+        return (attention_mask != 0)[:, None, None, :]  # [batch, 1, 1, key_pos]
+
+    def _check_segments(self, input_ids, segment_ids):
+        if not isinstance(segment_ids, torch.Tensor) or segment_ids.shape != input_ids.shape:
+            raise ValueError(f"segment_ids must be [batch, pos] = {tuple(input_ids.shape)}")
+        if segment_ids.min() < 0 or segment_ids.max() >= self.cfg.n_segments:
+            raise ValueError(f"segment_ids must lie in [0, {self.cfg.n_segments})")
+
+
+@dataclass
+class PreTrainingOutput:
+    """What :class:`BertForPreTraining` returns."""
+
+    mlm_logits: torch.Tensor  # [batch, pos, d_vocab], masked-LM scores at every position
+    nsp_logits: torch.Tensor  # [batch, 2], next-sentence scores: index 1 = "B follows A"
+    bert: BertOutput  # the encoder's output
+
+
+@dataclass
+class PreTrainingLoss:
+    """The pretraining loss and its parts (tensors of shape [], the loss with gradient)."""
+
+    loss: torch.Tensor  # mlm_loss + nsp_loss
+    mlm_loss: torch.Tensor  # cross-entropy over the masked positions
+    nsp_loss: torch.Tensor  # cross-entropy of the is-next classifier
+    mlm_accuracy: torch.Tensor  # share of masked positions whose original token is the argmax
+    nsp_accuracy: torch.Tensor  # share of pairs classified correctly
+
+
+class BertForPreTraining(nn.Module):
+    """BERT with its two pretraining heads.
+
+    - Masked LM: ``h -> LN(GELU(h W_T + b_T))``, then scores ``W_E^T`` (the token embedding,
+      tied) plus a bias over the vocabulary.
+    - Next sentence: a linear classifier on the pooled ``[CLS]`` vector; class 1 means
+      "sentence B follows sentence A", class 0 "B is a random sentence".
+    """
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.bert = BertModel(cfg)
+        self.mlm_transform = nn.Linear(cfg.d_model, cfg.d_model)
+        self.mlm_ln = LayerNorm(cfg.d_model, cfg.eps)
+        self.mlm_bias = nn.Parameter(torch.zeros(cfg.d_vocab))
+        self.nsp = nn.Linear(cfg.d_model, 2)
+        for m in (self.mlm_transform, self.nsp):
+            _init_bert(m, cfg.init_std)
+
+    def mlm_scores(self, h: torch.Tensor) -> torch.Tensor:
+        """Scores over the vocabulary ``[..., d_vocab]`` for hidden states ``[..., d_model]``."""
+        h = self.mlm_ln(F.gelu(self.mlm_transform(h)))
+        return h @ self.bert.embeddings.W_E.weight.T + self.mlm_bias  # decoder tied to W_E
+
+    def forward(self, input_ids, attention_mask=None, segment_ids=None, *,
+                output_attentions: bool = False) -> PreTrainingOutput:
+        out = self.bert(input_ids, attention_mask, segment_ids, output_attentions=output_attentions)
+        return PreTrainingOutput(self.mlm_scores(out.last_hidden_state), self.nsp(out.pooler_output), out)
+
+    def pretraining_loss(self, input_ids: torch.Tensor, labels: torch.Tensor,
+                         is_next: torch.Tensor | None = None, attention_mask=None,
+                         segment_ids=None) -> PreTrainingLoss:
+        """Masked-LM cross-entropy over the positions whose ``labels`` are not
+        ``IGNORE_INDEX`` (only those go through the vocabulary projection, as in BERT)
+        plus, when ``is_next [batch]`` (1 = true next sentence) is given, the
+        next-sentence cross-entropy."""
+        if labels.shape != input_ids.shape:
+            raise ValueError(f"labels must be [batch, pos] = {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
+        out = self.bert(input_ids, attention_mask, segment_ids, output_attentions=False)
+        chosen = labels != IGNORE_INDEX  # [batch, pos]
+        if not chosen.any():
+            raise ValueError("no position is masked (every label is IGNORE_INDEX)")
+        scores = self.mlm_scores(out.last_hidden_state[chosen])  # [n_masked, d_vocab]
+        targets = labels[chosen]  # [n_masked]
+        mlm_loss = F.cross_entropy(scores, targets)
+        mlm_acc = (scores.argmax(-1) == targets).float().mean()
+        zero = mlm_loss.new_zeros(())
+        nsp_loss, nsp_acc = zero, zero
+        if is_next is not None:
+            nsp_logits = self.nsp(out.pooler_output)  # [batch, 2]
+            nsp_loss = F.cross_entropy(nsp_logits, is_next.long())
+            nsp_acc = (nsp_logits.argmax(-1) == is_next.long()).float().mean()
+        return PreTrainingLoss(mlm_loss + nsp_loss, mlm_loss, nsp_loss, mlm_acc.detach(), nsp_acc.detach())
+
+
+def _init_bert(m: nn.Module, std: float) -> None:
+    """BERT's initialisation: weights ~ N(0, std), biases 0, layer norms gain 1 and bias 0."""
+    with torch.no_grad():
+        if isinstance(m, nn.Linear):
+            m.weight.normal_(0.0, std)
+            if m.bias is not None:
+                m.bias.zero_()
+        elif isinstance(m, nn.Embedding):
+            m.weight.normal_(0.0, std)
+        elif isinstance(m, LayerNorm):
+            m.gain.fill_(1.0)
+            m.bias.zero_()
+        else:
+            for name, p in m.named_parameters(recurse=False):
+                if name.startswith("W_"):
+                    p.normal_(0.0, std)
+                elif name.startswith("b_"):
+                    p.zero_()

@@ -1,0 +1,196 @@
+"""Recurrent sequence-to-sequence models, with and without attention.
+
+An encoder RNN reads the source; a decoder RNN starts from the encoder's final state and
+writes the target one token at a time. Without attention (``attention=None``) the
+decoder sees the source only through that final state: the bottleneck. With attention,
+at every step t the decoder state ``s_t`` scores every encoder state ``h_j``, and
+
+    e_t = [score(s_t, h_1), ..., score(s_t, h_n)]     # scores        [batch, src_pos]
+    alpha_t = softmax(e_t)                             # weights       [batch, src_pos]
+    a_t = sum_j alpha_t,j h_j                          # context       [batch, d_hidden]
+    o_t = tanh(W_c [a_t; s_t])                         # combined      [batch, d_hidden]
+    logits_t = W_U o_t                                 # next token    [batch, d_vocab_tgt]
+
+(the equations of Luong et al. 2015 without input feeding; the score is dot,
+multiplicative or additive from :mod:`transformer_lab.attention`). Without attention,
+``o_t = tanh(W_c s_t)``. Because ``s_t`` does not depend on ``a_{t-1}``, teacher forcing
+runs the decoder RNN over the whole target at once and attends for all steps in one go;
+:meth:`Seq2Seq.decode_step` does the same for a single step (greedy decoding).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from ..attention import attend, make_score
+from ..hooks import Hook
+
+__all__ = ["Seq2SeqConfig", "Memory", "Seq2Seq"]
+
+_CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
+_SCORES = (None, "dot", "multiplicative", "additive")
+
+
+@dataclass(frozen=True)
+class Seq2SeqConfig:
+    d_vocab_src: int  # source vocabulary size
+    d_vocab_tgt: int  # target vocabulary size
+    d_embed: int = 64  # size of the token embeddings
+    d_hidden: int = 128  # size of the RNN states (encoder and decoder)
+    cell: str = "gru"  # "gru" or "lstm"
+    attention: str | None = None  # None (bottleneck), "dot", "multiplicative", "additive"
+    pad_id: int = 0  # padding id in both vocabularies (masked out of attention)
+    bos_id: int = 1  # the decoder's first input
+    eos_id: int = 2  # greedy decoding stops after this token
+    max_len: int = 64  # longest output of greedy decoding
+
+    def __post_init__(self):
+        for name in ("d_vocab_src", "d_vocab_tgt", "d_embed", "d_hidden", "max_len"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.cell not in _CELLS:
+            raise ValueError(f"cell must be one of {sorted(_CELLS)}, got {self.cell!r}")
+        if self.attention not in _SCORES:
+            raise ValueError(f"attention must be one of {_SCORES}, got {self.attention!r}")
+        for name in ("pad_id", "bos_id", "eos_id"):
+            value = getattr(self, name)
+            if not 0 <= value < min(self.d_vocab_src, self.d_vocab_tgt):
+                raise ValueError(f"{name}={value} is outside the vocabularies")
+
+
+@dataclass
+class Memory:
+    """What the encoder hands the decoder."""
+
+    states: torch.Tensor  # every encoder state h_j, zeros at padding [batch, src_pos, d_hidden]
+    final: torch.Tensor | tuple[torch.Tensor, torch.Tensor]  # last real state [1, batch, d_hidden]
+    mask: torch.Tensor  # True at real source tokens [batch, src_pos]
+
+
+class Seq2Seq(nn.Module):
+    """Encoder-decoder RNN; ``model(src, tgt_in)`` returns logits ``[batch, tgt_pos, d_vocab_tgt]``.
+
+    ``src`` is right-padded with ``pad_id``; ``tgt_in`` starts with ``bos_id``. The hook
+    ``pattern`` holds the attention weights ``[batch, tgt_pos, src_pos]`` of a forward
+    pass (``run_with_cache(model, src, tgt_in)``).
+    """
+
+    def __init__(self, cfg: Seq2SeqConfig):
+        super().__init__()
+        self.cfg = cfg
+        rnn = _CELLS[cfg.cell]
+        self.W_E_src = nn.Embedding(cfg.d_vocab_src, cfg.d_embed, padding_idx=cfg.pad_id)
+        self.W_E_tgt = nn.Embedding(cfg.d_vocab_tgt, cfg.d_embed, padding_idx=cfg.pad_id)
+        self.encoder = rnn(cfg.d_embed, cfg.d_hidden, batch_first=True)
+        self.decoder = rnn(cfg.d_embed, cfg.d_hidden, batch_first=True)
+        self.score = None if cfg.attention is None else make_score(cfg.attention, cfg.d_hidden, cfg.d_hidden)
+        d_combined = cfg.d_hidden * (1 if cfg.attention is None else 2)
+        self.W_c = nn.Linear(d_combined, cfg.d_hidden)
+        self.W_U = nn.Linear(cfg.d_hidden, cfg.d_vocab_tgt)
+        self.pattern = Hook()
+
+    # --- checks ---------------------------------------------------------------------------
+    def _check_ids(self, ids: torch.Tensor, name: str, d_vocab: int) -> None:
+        if not isinstance(ids, torch.Tensor):
+            raise TypeError(f"{name} must be a tensor of token ids, got {type(ids).__name__}")
+        if ids.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"{name} must hold int64 or int32 token ids, got {ids.dtype}")
+        if ids.dim() != 2 or ids.shape[0] == 0 or ids.shape[1] == 0:
+            raise ValueError(f"{name} must be a non-empty [batch, pos] tensor, got {tuple(ids.shape)}")
+        if int(ids.min()) < 0 or int(ids.max()) >= d_vocab:
+            raise ValueError(
+                f"{name} has ids in [{int(ids.min())}, {int(ids.max())}] but the vocabulary "
+                f"has {d_vocab} tokens"
+            )
+
+    # --- encoder ----------------------------------------------------------------------------
+    def encode(self, src: torch.Tensor, embedded: torch.Tensor | None = None) -> Memory:
+        """Run the encoder over ``src [batch, src_pos]``.
+
+        ``embedded [batch, src_pos, d_embed]``, when given, replaces ``W_E_src(src)`` (to
+        take gradients with respect to the source embeddings); ``src`` still gives the
+        lengths. The final state is the state after each sequence's last real token.
+        """
+        self._check_ids(src, "src", self.cfg.d_vocab_src)
+        mask = src != self.cfg.pad_id  # [batch, src_pos]
+        lengths = mask.sum(dim=1)
+        if bool((lengths == 0).any()):
+            raise ValueError("every source needs at least one token that is not padding")
+        if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
+            raise ValueError("src must be right-padded: a real token follows padding")
+        x = self.W_E_src(src) if embedded is None else embedded  # [batch, src_pos, d_embed]
+        if x.shape != (*src.shape, self.cfg.d_embed):
+            raise ValueError(f"embedded has shape {tuple(x.shape)}, expected {(*src.shape, self.cfg.d_embed)}")
+        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, final = self.encoder(packed)
+        states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+        return Memory(states, final, mask)  # states: [batch, src_pos, d_hidden]
+
+    # --- decoder ----------------------------------------------------------------------------
+    def _output(self, s: torch.Tensor, memory: Memory):
+        """Logits and attention weights from decoder states ``s [..., batch, d_hidden]``
+        (one step, or ``[tgt_pos, batch, d_hidden]`` for all steps at once: the score
+        modules and :func:`attend` broadcast over the leading axis)."""
+        if self.score is None:
+            return self.W_U(torch.tanh(self.W_c(s))), None
+        context, weights = attend(self.score, s, memory.states, mask=memory.mask)
+        combined = torch.cat([context, s], dim=-1)  # [..., batch, 2 * d_hidden]
+        return self.W_U(torch.tanh(self.W_c(combined))), weights
+
+    def decode_step(self, prev: torch.Tensor, state, memory: Memory):
+        """One decoder step: previous tokens ``prev [batch]`` and RNN ``state`` ->
+        ``(logits [batch, d_vocab_tgt], new state, weights [batch, src_pos] or None)``."""
+        x = self.W_E_tgt(prev).unsqueeze(1)  # [batch, 1, d_embed]
+        out, state = self.decoder(x, state)  # out: [batch, 1, d_hidden]
+        logits, weights = self._output(out[:, 0], memory)
+        return logits, state, weights
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """Teacher forcing: logits ``[batch, tgt_pos, d_vocab_tgt]`` for every position of
+        ``tgt_in [batch, tgt_pos]`` (the target shifted right, starting with ``<bos>``)."""
+        self._check_ids(tgt_in, "tgt_in", self.cfg.d_vocab_tgt)
+        if tgt_in.shape[0] != src.shape[0]:
+            raise ValueError(f"src has batch {src.shape[0]} but tgt_in has batch {tgt_in.shape[0]}")
+        memory = self.encode(src)
+        s, _ = self.decoder(self.W_E_tgt(tgt_in), memory.final)  # [batch, tgt_pos, d_hidden]
+        logits, weights = self._output(s.transpose(0, 1), memory)  # [tgt_pos, batch, ...]
+        if weights is not None:
+            self.pattern(weights.transpose(0, 1))  # [batch, tgt_pos, src_pos]
+        return logits.transpose(0, 1)  # [batch, tgt_pos, d_vocab_tgt]
+
+    @torch.no_grad()
+    def greedy_decode(self, src: torch.Tensor, max_len: int | None = None):
+        """Greedy decoding: feed back the most likely token until ``<eos>`` or ``max_len``.
+
+        Returns ``(ids, weights)``: ``ids [batch, out_pos]`` without ``<bos>``, each row
+        ending with ``<eos>`` (when produced in time) then padding; ``weights [batch,
+        out_pos, src_pos]`` of attention (zeros after a row's ``<eos>``), or None.
+        """
+        max_len = self.cfg.max_len if max_len is None else max_len
+        if not isinstance(max_len, int) or max_len <= 0:
+            raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+        memory = self.encode(src)
+        batch = src.shape[0]
+        prev = torch.full((batch,), self.cfg.bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(batch, dtype=torch.bool, device=src.device)
+        state, ids, all_weights = memory.final, [], []
+        for _ in range(max_len):
+            logits, state, weights = self.decode_step(prev, state, memory)
+            prev = logits.argmax(dim=-1).masked_fill(done, self.cfg.pad_id)  # [batch]
+            ids.append(prev)
+            if weights is not None:
+                all_weights.append(weights.masked_fill(done[:, None], 0.0))
+            done = done | (prev == self.cfg.eos_id)
+            if bool(done.all()):
+                break
+        weights = torch.stack(all_weights, dim=1) if all_weights else None
+        return torch.stack(ids, dim=1), weights
+
+    def greedy_ids(self, src: torch.Tensor) -> torch.Tensor:
+        """Only the ids of :meth:`greedy_decode` (for ``numbers.predict``)."""
+        return self.greedy_decode(src)[0]

@@ -1,0 +1,229 @@
+"""A small, model-agnostic training loop.
+
+The loop knows nothing about the model: it draws batches, asks ``loss_fn(model, batch)``
+for a scalar loss, steps the optimizer and records the loss::
+
+    from transformer_lab.train import train, seq2seq_loss
+
+    result = train(model, data.batches("train", 64, seed=0), seq2seq_loss,
+                   steps=400, lr=5e-3, seed=0)
+    result.losses          # training loss at every step
+    result.seconds         # wall time of the loop
+
+It stops after ``steps`` steps, after ``seconds`` seconds of training, or when the batches
+run out, whichever comes first. A fixed number of steps with fixed seeds gives the same
+losses on every run on the same machine; a time budget gives as many steps as the machine
+manages, which is handy on a slow or busy computer but not reproducible.
+
+Batches go to the device with ``batch.to(device)`` when they have that method (tensors,
+the data sets' ``Batch``), or element by element for tuples, lists and dicts.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .device import seed_everything
+
+__all__ = ["TrainResult", "train", "evaluate", "seq2seq_loss", "to_device"]
+
+
+@dataclass
+class TrainResult:
+    """What a training run did."""
+
+    losses: list[float] = field(default_factory=list)  # training loss of every step
+    steps: int = 0  # optimizer steps taken
+    seconds: float = 0.0  # wall time of the loop
+    stopped_by: str = ""  # "steps", "seconds" or "data"
+    evals: list[tuple[int, float]] = field(default_factory=list)  # (step, eval_fn value)
+
+    def smoothed(self, window: int = 20) -> list[float]:
+        """Running mean of the losses over the last ``window`` steps."""
+        out, total = [], 0.0
+        for i, loss in enumerate(self.losses):
+            total += loss
+            if i >= window:
+                total -= self.losses[i - window]
+            out.append(total / min(i + 1, window))
+        return out
+
+
+def to_device(batch, device):
+    """Move a batch to ``device``: anything with ``.to``, or tuples/lists/dicts of those."""
+    if hasattr(batch, "to"):
+        return batch.to(device)
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(to_device(b, device) for b in batch)
+    if isinstance(batch, dict):
+        return {k: to_device(v, device) for k, v in batch.items()}
+    return batch
+
+
+def seq2seq_loss(model: nn.Module, batch) -> torch.Tensor:
+    """Teacher-forced cross-entropy of a sequence-to-sequence model.
+
+    ``model(batch.src, batch.tgt_in)`` must return logits ``[batch, tgt_pos, d_vocab]``;
+    the loss is the mean over target tokens that are not padding (``batch.pad_id``).
+    """
+    logits = model(batch.src, batch.tgt_in)  # [batch, tgt_pos, d_vocab]
+    if logits.shape[:2] != batch.tgt_out.shape:
+        raise ValueError(
+            f"model returned logits of shape {tuple(logits.shape)} for targets of shape "
+            f"{tuple(batch.tgt_out.shape)}; expected [batch, tgt_pos, d_vocab]"
+        )
+    return F.cross_entropy(
+        logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=batch.pad_id
+    )
+
+
+def _model_device(model: nn.Module) -> torch.device:
+    param = next(model.parameters(), None)
+    return param.device if param is not None else torch.device("cpu")
+
+
+def train(
+    model: nn.Module,
+    batches: Iterable,
+    loss_fn: Callable[[nn.Module, object], torch.Tensor] = seq2seq_loss,
+    *,
+    steps: int | None = None,
+    seconds: float | None = None,
+    lr: float = 1e-3,
+    optimizer: torch.optim.Optimizer | None = None,
+    lr_schedule: Callable[[int], float] | None = None,
+    grad_clip: float | None = 1.0,
+    device: torch.device | str | None = None,
+    seed: int | None = None,
+    progress: bool = True,
+    desc: str = "training",
+    eval_fn: Callable[[nn.Module], float] | None = None,
+    eval_every: int | None = None,
+) -> TrainResult:
+    """Train ``model`` on ``batches`` and return the loss history.
+
+    Args:
+        model: any ``nn.Module``; put in train mode during the loop and left in eval mode.
+        batches: an iterable of batches; an endless one needs ``steps`` or ``seconds``.
+        loss_fn: ``loss_fn(model, batch)`` -> scalar loss (default :func:`seq2seq_loss`).
+        steps: stop after this many optimizer steps.
+        seconds: stop once this much wall time has passed (checked after every step).
+        lr: learning rate of the default optimizer, Adam.
+        optimizer: use this optimizer instead (``lr`` is then ignored).
+        lr_schedule: ``step -> factor`` multiplying the learning rate (``LambdaLR``).
+        grad_clip: clip the gradient norm to this value; None turns clipping off.
+        device: move the model and batches here; None keeps the model's device.
+        seed: seed every generator first (dropout, shuffles drawn inside the loop).
+            The model's initial weights come from the seed set before it was built.
+        progress: show a text progress bar (tqdm) on stderr; False for tests.
+        desc: the progress bar's label.
+        eval_fn: ``eval_fn(model) -> float`` run every ``eval_every`` steps and at the
+            end (under ``torch.no_grad`` and in eval mode); results in ``.evals``.
+        eval_every: how often to run ``eval_fn``.
+    """
+    if steps is None and seconds is None and not hasattr(batches, "__len__"):
+        raise ValueError("an endless stream of batches needs steps= or seconds= to stop")
+    if steps is not None and (not isinstance(steps, int) or steps < 0):
+        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    if seconds is not None and not seconds > 0:
+        raise ValueError(f"seconds must be positive, got {seconds!r}")
+    if eval_every is not None and (eval_fn is None or eval_every <= 0):
+        raise ValueError("eval_every needs an eval_fn and must be positive")
+    if not any(p.requires_grad for p in model.parameters()):
+        raise ValueError("the model has no trainable parameters")
+    if seed is not None:
+        seed_everything(seed)
+    device = _model_device(model) if device is None else torch.device(device)
+    model.to(device)
+    if optimizer is None:
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule) if lr_schedule else None
+
+    result = TrainResult()
+    bar = None
+    if progress:
+        from tqdm.std import tqdm
+
+        bar = tqdm(total=steps, desc=desc, file=sys.stderr, mininterval=1.0, leave=True)
+    start = time.perf_counter()
+    iterator = iter(batches)
+    model.train()
+    result.stopped_by = "steps"
+    try:
+        while steps is None or result.steps < steps:
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                result.stopped_by = "data"
+                break
+            batch = to_device(batch, device)
+            loss = loss_fn(model, batch)
+            if loss.dim() != 0:
+                raise ValueError(f"loss_fn must return a scalar, got shape {tuple(loss.shape)}")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if grad_clip is not None:
+                nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+            optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
+            value = loss.item()
+            if not math.isfinite(value):
+                raise FloatingPointError(f"loss became {value} at step {result.steps}")
+            result.losses.append(value)
+            result.steps += 1
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{value:.3f}", refresh=False)
+            if eval_every and result.steps % eval_every == 0:
+                result.evals.append((result.steps, _run_eval(model, eval_fn)))
+            if seconds is not None and time.perf_counter() - start >= seconds:
+                result.stopped_by = "seconds"
+                break
+    finally:
+        if bar is not None:
+            bar.close()
+        model.eval()
+    if eval_fn is not None and (not result.evals or result.evals[-1][0] != result.steps):
+        result.evals.append((result.steps, _run_eval(model, eval_fn)))
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _run_eval(model, eval_fn) -> float:
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        value = float(eval_fn(model))
+    model.train(was_training)
+    return value
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module,
+    batches: Iterable,
+    loss_fn: Callable[[nn.Module, object], torch.Tensor] = seq2seq_loss,
+    device: torch.device | str | None = None,
+) -> float:
+    """Mean of ``loss_fn`` over a finite iterable of batches, in eval mode, no gradients.
+    Each batch counts in proportion to its length (``len(batch)``) when it has one."""
+    device = _model_device(model) if device is None else torch.device(device)
+    model.eval()
+    total, count = 0.0, 0
+    for batch in batches:
+        batch = to_device(batch, device)
+        n = len(batch) if hasattr(batch, "__len__") and not isinstance(batch, (tuple, list)) else 1
+        total += float(loss_fn(model, batch)) * n
+        count += n
+    if count == 0:
+        raise ValueError("evaluate got no batches")
+    return total / count
