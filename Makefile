@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_ARGS ?=
 
-.PHONY: setup lab test unit lint chapters book browser bench clean
+.PHONY: setup sync lab test unit lint chapters book browser bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,24 +27,32 @@ lab: setup
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) $(LAB_ARGS) book/index.md
 
 lint: setup
-	$(BIN)/ruff check transformer_lab tests scripts
-	$(BIN)/ruff format --check transformer_lab tests scripts
+	$(BIN)/ruff check transformer_lab tests tests_browser scripts conftest.py
+	$(BIN)/ruff format --check transformer_lab tests tests_browser scripts conftest.py
 
 unit: setup
 	$(BIN)/python -m pytest tests -q
 
-chapters: setup
+# create or update the .ipynb paired with every chapter in _toc.yml
+sync: setup
 	$(BIN)/python scripts/sync_notebooks.py
-	$(BIN)/python -m pytest --nbval-lax -p no:randomly -q $$($(BIN)/python scripts/sync_notebooks.py --list-ipynb)
 
+# every chapter under nbval, with a table of per-chapter times (conftest.py); the executed
+# chapters are stored in the site's jupyter-cache so that `make book` does not run them again
+chapters: sync
+	@chapters="$$($(BIN)/python scripts/sync_notebooks.py --list-ipynb)"; \
+	if [ -z "$$chapters" ]; then echo "no chapters listed in _toc.yml"; exit 0; fi; \
+	$(BIN)/python -m pytest --nbval-lax -p no:randomly -q $$chapters
+
+# the static site in _build/html (offline; -W: any warning or failing cell fails the build)
 book: setup
-	$(BIN)/python scripts/fetch_web_assets.py
 	$(BIN)/python scripts/build_book.py
 
+# JupyterLab and the built site in headless Chromium (run `make book` first)
 browser: setup
-	$(BIN)/python -m pytest tests_browser -q
+	$(BIN)/python -m pytest tests_browser -q -p no:randomly
 
-test: lint unit chapters book browser
+test: sync lint unit chapters book browser
 
 bench: setup
 	$(BIN)/python scripts/bench_attention.py

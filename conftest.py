@@ -130,10 +130,6 @@ def pytest_runtest_teardown(item, nextitem):
         )
 
 
-class _NotCached(Exception):
-    pass
-
-
 def _read_like_myst_nb(md_path: Path):
     """The chapter as a notebook, read exactly as the site build (myst-nb) reads it."""
     import yaml
@@ -156,19 +152,22 @@ def _cache_path() -> Path:
     return ROOT / cache
 
 
+class _Discard:
+    @staticmethod
+    def msg(*args, **kwargs):
+        return {}
+
+    @staticmethod
+    def send(msg):
+        return None
+
+
 class _NoKernel:
     """Stands in for a kernel client in replay: nbclient's Output widget mimic sends state
     back to the kernel, which has nothing to receive it by now."""
 
-    class session:
-        @staticmethod
-        def msg(*args, **kwargs):
-            return {}
-
-    class shell_channel:
-        @staticmethod
-        def send(msg):
-            return None
+    session = _Discard()
+    shell_channel = _Discard()
 
 
 def _store_executed(md_path: Path, cells: dict) -> str:
@@ -180,7 +179,7 @@ def _store_executed(md_path: Path, cells: dict) -> str:
     nb = _read_like_myst_nb(md_path)
     code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
     if len(code) != len(cells) or sorted(cells) != list(range(len(code))):
-        raise _NotCached(f"{len(cells)} cells ran but the chapter has {len(code)} code cells")
+        raise ValueError(f"{len(cells)} cells ran but the chapter has {len(code)} code cells")
     client = NotebookClient(nb, kernel_name="python3", record_timing=False)
     client.reset_execution_trackers()
     client.kc = _NoKernel()
@@ -191,7 +190,11 @@ def _store_executed(md_path: Path, cells: dict) -> str:
         client.clear_before_next_output = False  # as nbclient sets it before each cell
         messages = cells[cell_num]["messages"]
         request = next(
-            (m["parent_header"].get("msg_id") for m in messages if m["msg_type"] == "execute_input"),
+            (
+                m["parent_header"].get("msg_id")
+                for m in messages
+                if m["msg_type"] == "execute_input"
+            ),
             None,
         )
         for msg in messages:

@@ -4,6 +4,10 @@ The setting goes into the environment's own ``share/jupyter/lab/settings/overrid
 (JupyterLab's application-level overrides), so the reader's global Jupyter settings in
 ``~/.jupyter`` are left untouched. Jupytext's contents manager is enabled by the package
 itself when it is installed into the environment.
+
+The environment's ``python3`` kernel is also given the display name the chapters' headers
+carry ("Python 3"): JupyterLab writes the running kernel's name into the notebook, and
+with ipykernel's default ("Python 3 (ipykernel)") saving a chapter would rewrite its header.
 """
 
 from __future__ import annotations
@@ -25,6 +29,13 @@ def configure(venv: Path) -> Path:
     return path
 
 
+def install_kernel(venv: Path) -> str:
+    from ipykernel.kernelspec import install
+
+    return install(kernel_name="python3", display_name="Python 3", prefix=str(venv))
+
+
 if __name__ == "__main__":
     venv = Path(sys.argv[1] if len(sys.argv) > 1 else sys.prefix)
     print(f"JupyterLab opens .md chapters as notebooks: {configure(venv)}")
+    print(f"kernel 'python3' (Python 3): {install_kernel(venv)}")

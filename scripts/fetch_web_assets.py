@@ -8,7 +8,10 @@
 - ``widgets/require.js`` and ``widgets/embed-amd.js`` (with the icon fonts it loads), from
   the npm packages ``requirejs`` and ``@jupyter-widgets/html-manager`` at pinned versions,
   installed with ``npm install --prefix _build/web_assets_npm``: they display the
-  ipywidgets state saved in executed chapters (myst-nb's ``nb_ipywidgets_js``).
+  ipywidgets state saved in executed chapters (myst-nb's ``nb_ipywidgets_js``);
+- ``widgets/require-config.js``, loaded between the two, which points RequireJS at this
+  copy of the HTML manager (so that its fonts load from the site, not from a CDN) and lets
+  the manager's MathJax 2 calls reach the site's MathJax 3.
 
 MathJax is served the same way by the ``sphinx-mathjax-offline`` extension. npm is run only
 when the pinned packages are not already in the cache folder.
@@ -73,6 +76,48 @@ def npm_install() -> None:
             sys.exit(f"npm did not install {name}@{version} into {NPM_PREFIX}")
 
 
+# Sphinx writes the path from a page to the site root into <html data-content_root="...">
+REQUIRE_CONFIG = """\
+// Written by scripts/fetch_web_assets.py; loaded before the ipywidgets HTML manager.
+(function () {
+  // 1. RequireJS finds the HTML manager (and the fonts it loads relative to itself) in this
+  //    site's _static/widgets folder, not on a CDN.
+  var root = document.documentElement.dataset.content_root || "";
+  require.config({paths: {"@jupyter-widgets/html-manager/dist": root + "_static/widgets"}});
+
+  // 2. The HTML manager typesets widget labels with MathJax 2's MathJax.Hub.Queue; the site
+  //    runs MathJax 3, which has typesetPromise instead. Give every MathJax object the page
+  //    ends up with a Hub.Queue that forwards to it.
+  function typeset(job) {
+    var mj = window.MathJax;
+    var element = Array.isArray(job) ? job[2] : null;
+    if (!mj || !element) return;
+    var run = function () {
+      if (typeof mj.typesetPromise !== "function") return;
+      mj.typesetPromise([element]).catch(function () {});
+    };
+    if (mj.startup && mj.startup.promise) mj.startup.promise.then(run); else run();
+  }
+  function shim(mj) {
+    if (mj && typeof mj === "object" && !mj.Hub) mj.Hub = {Queue: typeset};
+  }
+  var current = window.MathJax;
+  shim(current);
+  Object.defineProperty(window, "MathJax", {
+    configurable: true,
+    get: function () { return current; },
+    set: function (value) { current = value; shim(value); },
+  });
+})();
+"""
+
+
+def write_if_changed(text: str, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists() or target.read_text() != text:
+        target.write_text(text)
+
+
 def copy_if_changed(source: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists() and target.read_bytes() == source.read_bytes():
@@ -104,7 +149,9 @@ def fetch() -> list[Path]:
             copies[font] = ASSETS / "widgets" / font.name
     for source, target in copies.items():
         copy_if_changed(source, target)
-    return sorted(copies.values())
+    config = ASSETS / "widgets" / "require-config.js"
+    write_if_changed(REQUIRE_CONFIG, config)
+    return sorted([*copies.values(), config])
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from transformer_lab.attention import (
     attend,
     attention_weights,
     broadcast_shape,
+    empty_rows,
     make_score,
     scaled_dot_product_attention,
 )
@@ -161,6 +162,30 @@ def test_attention_weights_with_all_masked_row():
     torch.testing.assert_close(weights[2], torch.softmax(scores[2], -1))
 
 
+def test_empty_rows_follows_in_place_edits_of_a_remembered_mask():
+    q, k, v = qkv((2,), 4, 4, 4, 4)
+    mask = causal_mask(4)
+    assert empty_rows(mask) is None  # remembered: every row has a key
+    assert empty_rows(mask) is None
+    mask[2] = False  # an in-place edit bumps the version counter
+    assert empty_rows(mask)[:, 0].tolist() == [False, False, True, False]
+    for need_weights in (True, False):
+        out, _ = scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights)
+        assert torch.equal(out[:, 2], torch.zeros(2, 4))
+    view = causal_mask(4)[None]  # a view shares its base's version counter
+    assert empty_rows(view) is None
+    view[0, 0] = False
+    assert empty_rows(view)[0, :, 0].tolist() == [True, False, False, False]
+
+
+def test_empty_rows_with_inference_tensors():
+    with torch.inference_mode():
+        mask = causal_mask(3)
+        assert empty_rows(mask) is None
+        mask[1] = False
+        assert empty_rows(mask)[:, 0].tolist() == [False, True, False]
+
+
 # --- properties (hypothesis) ----------------------------------------------------------------
 
 dims = st.tuples(
@@ -176,18 +201,24 @@ dims = st.tuples(
 @given(dims, st.booleans())
 def test_rows_sum_to_one_or_zero(d, need_empty):
     batch, query_pos, key_pos, d_head, seed = d
-    q, k, v = qkv((batch,), query_pos, key_pos, d_head, d_head, seed=seed)
+    q, k, v = (t.requires_grad_() for t in qkv((batch,), query_pos, key_pos, d_head, d_head, seed))
     g = torch.Generator().manual_seed(seed)
     mask = torch.rand(batch, query_pos, key_pos, generator=g) < 0.5
     if need_empty:
         mask[:, 0] = False
-    _, weights = scaled_dot_product_attention(q, k, v, mask)
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
     has_key = mask.any(-1)
     sums = weights.sum(-1)
     torch.testing.assert_close(sums[has_key], torch.ones_like(sums[has_key]), **F32)
     assert torch.equal(sums[~has_key], torch.zeros_like(sums[~has_key]))
     assert (weights[~mask] == 0).all()
-    assert not weights.isnan().any()
+    # fully masked rows: zero output, no NaN, finite gradients (explicit and fused paths)
+    fused, _ = scaled_dot_product_attention(q, k, v, mask, need_weights=False)
+    for o in (out, fused):
+        assert not o.isnan().any()
+        assert (o[~has_key] == 0).all()
+    (out.sum() + fused.sum()).backward()
+    assert all(torch.isfinite(t.grad).all() for t in (q, k, v))
 
 
 @PROPERTY
@@ -247,7 +278,9 @@ def test_batch_dimensions_that_do_not_broadcast():
 def test_mask_that_does_not_broadcast(need_weights):
     q, k, v = qkv((2, 8), 5, 5, 4, 4)
     mask = torch.ones(4, 7, dtype=torch.bool)
-    with pytest.raises(ValueError, match=r"mask shape \(4, 7\) does not broadcast to \(2, 8, 5, 5\)"):
+    with pytest.raises(
+        ValueError, match=r"mask shape \(4, 7\) does not broadcast to \(2, 8, 5, 5\)"
+    ):
         scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights)
 
 
@@ -262,13 +295,17 @@ def test_non_bool_mask(dtype):
 @pytest.mark.parametrize(("query_pos", "key_pos"), [(0, 3), (3, 0)])
 def test_empty_sequences(query_pos, key_pos):
     q, k, v = qkv((2,), query_pos, key_pos, 4, 4)
-    with pytest.raises(ValueError, match=rf"empty sequence: query_pos={query_pos}, key_pos={key_pos}"):
+    with pytest.raises(
+        ValueError, match=rf"empty sequence: query_pos={query_pos}, key_pos={key_pos}"
+    ):
         scaled_dot_product_attention(q, k, v)
 
 
 def test_integer_query():
     q, k, v = qkv((2,), 3, 3, 4, 4)
-    with pytest.raises(TypeError, match=r"query must be a floating-point tensor, got dtype torch.int64"):
+    with pytest.raises(
+        TypeError, match=r"query must be a floating-point tensor, got dtype torch.int64"
+    ):
         scaled_dot_product_attention(q.long(), k, v)
 
 
@@ -282,7 +319,9 @@ def test_not_a_tensor_and_too_few_dims():
     q, k, v = qkv((2,), 3, 3, 4, 4)
     with pytest.raises(TypeError, match=r"value must be a torch.Tensor, got list"):
         scaled_dot_product_attention(q, k, v.tolist())
-    with pytest.raises(ValueError, match=r"query must be \[\.\.\., pos, d_head\], got shape \(4,\)"):
+    with pytest.raises(
+        ValueError, match=r"query must be \[\.\.\., pos, d_head\], got shape \(4,\)"
+    ):
         scaled_dot_product_attention(q[0, 0], k, v)
 
 
@@ -329,7 +368,9 @@ def test_make_score():
     assert isinstance(make_score("dot", 4, 4), DotScore)
     assert isinstance(make_score("multiplicative", 4, 6), MultiplicativeScore)
     assert isinstance(make_score("additive", 4, 6), AdditiveScore)
-    with pytest.raises(ValueError, match=r"one of \['additive', 'dot', 'multiplicative'\], got 'cosine'"):
+    with pytest.raises(
+        ValueError, match=r"one of \['additive', 'dot', 'multiplicative'\], got 'cosine'"
+    ):
         make_score("cosine", 4, 4)
 
 

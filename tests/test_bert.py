@@ -203,8 +203,13 @@ def test_a_few_steps_fit_a_tiny_batch():
 def test_matches_hf_bert_for_pretraining():
     transformers = pytest.importorskip("transformers")
     hf_cfg = transformers.BertConfig(
-        vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=64, max_position_embeddings=16, attn_implementation="eager",
+        vocab_size=50,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=16,
+        attn_implementation="eager",
     )
     torch.manual_seed(0)
     hf = transformers.BertForPreTraining(hf_cfg).eval()
@@ -214,11 +219,18 @@ def test_matches_hf_bert_for_pretraining():
     mask = torch.tensor([[1] * 9, [1] * 6 + [0] * 3])
     seg = torch.tensor([[0] * 5 + [1] * 4, [0] * 3 + [1] * 3 + [0] * 3])
     with torch.no_grad():
-        theirs = hf(ids, attention_mask=mask, token_type_ids=seg, output_attentions=True,
-                    output_hidden_states=True)
+        theirs = hf(
+            ids,
+            attention_mask=mask,
+            token_type_ids=seg,
+            output_attentions=True,
+            output_hidden_states=True,
+        )
         mine = ours(ids, mask, seg, output_attentions=True)
     real = mask.bool()
-    torch.testing.assert_close(mine.mlm_logits[real], theirs.prediction_logits[real], atol=ATOL, rtol=0)
+    torch.testing.assert_close(
+        mine.mlm_logits[real], theirs.prediction_logits[real], atol=ATOL, rtol=0
+    )
     torch.testing.assert_close(mine.nsp_logits, theirs.seq_relationship_logits, atol=ATOL, rtol=0)
     for a, b in zip(mine.bert.hidden_states, theirs.hidden_states, strict=True):
         torch.testing.assert_close(a[real], b[real], atol=ATOL, rtol=0)
@@ -247,8 +259,10 @@ def _hf_like_state(model):
     from transformer_lab.pretrained import _hf_names
 
     params = dict(model.named_parameters())
-    return {hf: (params[o].T if t else params[o]).detach().clone()
-            for o, (hf, t) in _hf_names(model.cfg, heads=False).items()}
+    return {
+        hf: (params[o].T if t else params[o]).detach().clone()
+        for o, (hf, t) in _hf_names(model.cfg, heads=False).items()
+    }
 
 
 def test_weight_round_trip():

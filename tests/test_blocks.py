@@ -43,8 +43,13 @@ def lengths_to_torch_padding(lengths, pos):
 def test_encoder_block_matches_torch(norm_first, activation, masking):
     torch.manual_seed(0)
     theirs = nn.TransformerEncoderLayer(
-        D_MODEL, N_HEADS, D_MLP, dropout=0.1, activation=activation,
-        batch_first=True, norm_first=norm_first,
+        D_MODEL,
+        N_HEADS,
+        D_MLP,
+        dropout=0.1,
+        activation=activation,
+        batch_first=True,
+        norm_first=norm_first,
     )
     randomize_norms(theirs)
     theirs.eval()
@@ -69,8 +74,13 @@ def test_encoder_block_matches_torch(norm_first, activation, masking):
 def test_decoder_block_matches_torch(norm_first, activation):
     torch.manual_seed(1)
     theirs = nn.TransformerDecoderLayer(
-        D_MODEL, N_HEADS, D_MLP, dropout=0.1, activation=activation,
-        batch_first=True, norm_first=norm_first,
+        D_MODEL,
+        N_HEADS,
+        D_MLP,
+        dropout=0.1,
+        activation=activation,
+        batch_first=True,
+        norm_first=norm_first,
     )
     randomize_norms(theirs)
     theirs.eval()
@@ -89,6 +99,21 @@ def test_decoder_block_matches_torch(norm_first, activation):
         self_mask = combine_masks(causal_mask(6), from_torch_mask(tgt_padding, key_padding=True))
         out = ours(x, memory, self_mask, from_torch_mask(memory_padding, key_padding=True))
     torch.testing.assert_close(out, expected, **F32)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("shape", [(1, 1), (1, 4), (2, 3)], ids=str)
+def test_encoder_block_small_shapes_match_torch(shape, norm_first):
+    torch.manual_seed(4)
+    theirs = nn.TransformerEncoderLayer(
+        D_MODEL, N_HEADS, D_MLP, batch_first=True, norm_first=norm_first
+    )
+    randomize_norms(theirs)
+    theirs.eval()
+    ours = EncoderBlock.from_torch(theirs).eval()
+    x = torch.randn(*shape, D_MODEL)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x), theirs(x), **F32)
 
 
 def test_decoder_block_without_masks_matches_torch():
@@ -128,7 +153,9 @@ def test_post_ln_and_pre_ln_placement():
     block = EncoderBlock(D_MODEL, N_HEADS, D_MLP, norm_first=True)
     pre, cache_pre = run_with_cache(block, x)
     torch.testing.assert_close(post.mean(-1), torch.zeros(2, 5), atol=1e-4, rtol=0)
-    torch.testing.assert_close(cache_post["resid_mid"].std(-1, unbiased=False), torch.ones(2, 5), atol=1e-3, rtol=0)
+    torch.testing.assert_close(
+        cache_post["resid_mid"].std(-1, unbiased=False), torch.ones(2, 5), atol=1e-3, rtol=0
+    )
     torch.testing.assert_close(cache_pre["resid_mid"], x + cache_pre["attn_out"], **F32)
     torch.testing.assert_close(pre, cache_pre["resid_mid"] + cache_pre["mlp_out"], **F32)
     torch.testing.assert_close(cache_pre["attn_out"], block.attn(block.ln1(x))[0], **F32)
@@ -186,7 +213,9 @@ def test_block_bad_input():
         EncoderBlock(8, 3, 16)
     with pytest.raises(ValueError, match=r"query has 6 features but the layer expects 8"):
         block(torch.randn(2, 4, 6))
-    with pytest.raises(ValueError, match=r"mask shape \(3, 3\) does not broadcast to \(2, 2, 4, 4\)"):
+    with pytest.raises(
+        ValueError, match=r"mask shape \(3, 3\) does not broadcast to \(2, 2, 4, 4\)"
+    ):
         block(torch.randn(2, 4, 8), causal_mask(3))
     decoder = DecoderBlock(8, 2, 16)
     with pytest.raises(ValueError, match=r"key has 5 features but the layer expects 8"):

@@ -50,7 +50,7 @@ def test_wrong_answer_never_raises_unless_strict(capsys):
         return attention(q, k, v, scale=1.0)
 
     result = ex.check_attention(buggy)
-    assert not result and "❌" in capsys.readouterr().out
+    assert not result and "✗ check_attention" in capsys.readouterr().out
     with pytest.raises(AssertionError, match="sqrt"):
         ex.check_attention(buggy, strict=True, verbose=False)
     assert ex.check_attention(lambda q, k, v: attention(q, k, v), strict=True, verbose=False)
@@ -61,6 +61,11 @@ def test_exception_in_reader_code_is_reported_not_raised():
         raise ValueError("not written yet")
 
     assert_fails(verdict(ex.check_attention, broken), "raised ValueError", "not written yet")
+
+    def stub(q, k, v):
+        raise NotImplementedError
+
+    assert_fails(verdict(ex.check_attention, stub), "your function is not written yet")
 
 
 def test_in_place_change_of_an_input_is_reported():
@@ -145,6 +150,10 @@ def test_attention_output():
     both = verdict(ex.check_attention, lambda q, k, v: (attention(q, k, v), weights(q, k)))
     assert_fails(both, "tuple of 2 items")
     assert_fails(verdict(ex.check_attention, lambda q, k, v: None), "returned NoneType")
+    placeholder = verdict(
+        ex.check_attention, lambda q, k, v: torch.zeros(*q.shape[:-1], v.shape[-1])
+    )
+    assert_fails(placeholder, "all zeros")
     nan = verdict(ex.check_attention, lambda q, k, v: attention(q, k, v) * float("nan"))
     assert_fails(nan, "NaN")
 

@@ -261,13 +261,19 @@ def test_mha_bad_inputs():
         mha(x.long())
     with pytest.raises(ValueError, match=r"query is an empty sequence \(pos=0\)"):
         mha(x[:, :0])
-    with pytest.raises(ValueError, match=r"query must be \[batch, pos, d_model\], got shape \(5, 8\)"):
+    with pytest.raises(
+        ValueError, match=r"query must be \[batch, pos, d_model\], got shape \(5, 8\)"
+    ):
         mha(x[0])
     with pytest.raises(ValueError, match=r"query has batch=2 but key has batch=3"):
         mha(x, torch.randn(3, 5, 8))
-    with pytest.raises(ValueError, match=r"key is \[batch, key_pos\]=\(2, 5\) but value is \(2, 4\)"):
+    with pytest.raises(
+        ValueError, match=r"key is \[batch, key_pos\]=\(2, 5\) but value is \(2, 4\)"
+    ):
         mha(x, x, x[:, :4])
-    with pytest.raises(ValueError, match=r"mask shape \(5, 4\) does not broadcast to \(2, 2, 5, 5\)"):
+    with pytest.raises(
+        ValueError, match=r"mask shape \(5, 4\) does not broadcast to \(2, 2, 5, 5\)"
+    ):
         mha(x, mask=torch.ones(5, 4, dtype=torch.bool))
     with pytest.raises(TypeError, match=r"mask must be bool .*got dtype torch.float32"):
         mha(x, mask=torch.ones(5, 5))

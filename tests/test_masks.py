@@ -82,7 +82,9 @@ def test_padding_mask_from_lengths():
         [[True, True, True, False], [True, False, False, False], [True, True, True, True]]
     )
     assert torch.equal(mask[:, 0, 0], expected)
-    assert padding_mask(torch.tensor([2]), max_len=5)[0, 0, 0].tolist() == [True, True] + [False] * 3
+    assert (
+        padding_mask(torch.tensor([2]), max_len=5)[0, 0, 0].tolist() == [True, True] + [False] * 3
+    )
 
 
 def test_padding_mask_bad_input():
@@ -136,14 +138,18 @@ def test_combine_masks():
 def test_combine_masks_bad_input():
     with pytest.raises(TypeError, match=r"masks must be bool .*got torch.int64"):
         combine_masks(causal_mask(3), torch.ones(3, 3, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"mask shapes \(3, 3\) and \(2, 1, 1, 4\) do not broadcast"):
+    with pytest.raises(
+        ValueError, match=r"mask shapes \(3, 3\) and \(2, 1, 1, 4\) do not broadcast"
+    ):
         combine_masks(causal_mask(3), padding_mask([4, 2]))
 
 
 def test_check_mask():
     mask = padding_mask([3, 2])
     assert check_mask(mask, (2, 8, 5, 3)) is mask
-    with pytest.raises(ValueError, match=r"mask shape \(2, 1, 1, 3\) does not broadcast to \(3, 8, 5, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"mask shape \(2, 1, 1, 3\) does not broadcast to \(3, 8, 5, 3\)"
+    ):
         check_mask(mask, (3, 8, 5, 3))
     with pytest.raises(ValueError, match=r"does not broadcast to \(5, 3\)"):
         check_mask(mask, (5, 3))  # more dimensions than the target

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -31,7 +32,9 @@ def test_sinusoidal_matches_the_lecture_formula(n_positions, d_model):
     pe = sinusoidal_encoding(n_positions, d_model)
     assert pe.shape == (n_positions, d_model)
     assert pe.dtype == torch.float32
-    torch.testing.assert_close(pe.double(), lecture_formula(n_positions, d_model), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        pe.double(), lecture_formula(n_positions, d_model), atol=1e-6, rtol=0
+    )
 
 
 def test_sinusoidal_known_values():
@@ -51,7 +54,7 @@ def test_sinusoidal_odd_d_model_ends_with_a_sine():
 
 def test_sinusoidal_base():
     pe = sinusoidal_encoding(5, 4, base=100.0)
-    torch.testing.assert_close(pe[3, 2], torch.tensor(math.sin(3 / 100 ** 0.5)), atol=1e-6, rtol=0)
+    torch.testing.assert_close(pe[3, 2], torch.tensor(math.sin(3 / 100**0.5)), atol=1e-6, rtol=0)
 
 
 @pytest.mark.parametrize(
@@ -110,7 +113,13 @@ def test_learned_positions_past_max_pos():
 @pytest.mark.parametrize("cls", [SinusoidalPositions, LearnedPositions])
 def test_positions_bad_input(cls):
     module = cls(8, 4)
-    with pytest.raises(ValueError, match=r"expected x of shape \[\.\.\., pos, 4\], got \(2, 3, 5\)"):
+    with pytest.raises(
+        ValueError, match=r"expected x of shape \[\.\.\., pos, 4\], got \(2, 3, 5\)"
+    ):
         module(torch.zeros(2, 3, 5))
     with pytest.raises(ValueError, match=r"offset must be a non-negative int, got -1"):
         module(torch.zeros(2, 3, 4), offset=-1)
+    with pytest.raises(ValueError, match=r"offset must be a non-negative int, got 1.5"):
+        module(torch.zeros(2, 3, 4), offset=1.5)
+    x = torch.zeros(2, 3, 4)
+    torch.testing.assert_close(module(x, offset=np.int64(2)), module(x, offset=2))

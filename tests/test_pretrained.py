@@ -206,7 +206,11 @@ def test_trained_wordpiece_tokenizer():
     tokenizer = WordPieceTokenizer.train(texts, vocab_size=120, max_length=16)
     assert tokenizer.vocab_size <= 120
     assert tokenizer.convert_ids_to_tokens(tokenizer.special_ids) == [
-        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
     ]
     batch = tokenizer(["To be, or not", "question"], ["that is", "the mind"])
     assert batch.tokens[0][0] == "[CLS]" and batch.tokens[0][-1] == "[SEP]"

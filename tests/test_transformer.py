@@ -25,8 +25,15 @@ PAD = 0
 
 def small_config(**overrides) -> TransformerConfig:
     fields = dict(
-        d_vocab_src=11, d_vocab_tgt=13, d_model=16, n_heads=4, d_mlp=32,
-        n_layers_enc=2, n_layers_dec=3, max_pos=32, pad_id=PAD,
+        d_vocab_src=11,
+        d_vocab_tgt=13,
+        d_model=16,
+        n_heads=4,
+        d_mlp=32,
+        n_layers_enc=2,
+        n_layers_dec=3,
+        max_pos=32,
+        pad_id=PAD,
     )
     return TransformerConfig(**{**fields, **overrides})
 
@@ -55,7 +62,11 @@ def padded_batch(seed=0):
         (dict(n_layers_enc=-1), ValueError, r"n_layers_enc must be a non-negative int, got -1"),
         (dict(dropout=1.0), ValueError, r"dropout must be a number in \[0, 1\), got 1.0"),
         (dict(dropout="0.1"), ValueError, r"dropout must be a number in \[0, 1\), got '0.1'"),
-        (dict(positional="rotary"), ValueError, r"positional must be 'sinusoidal' or 'learned', got 'rotary'"),
+        (
+            dict(positional="rotary"),
+            ValueError,
+            r"positional must be 'sinusoidal' or 'learned', got 'rotary'",
+        ),
         (dict(activation="tanh"), ValueError, r"activation must be 'relu' or 'gelu', got 'tanh'"),
         (dict(pad_id=11), ValueError, r"pad_id must be None or an int in \[0, 11\) .*got 11"),
         (dict(pad_id=-1), ValueError, r"pad_id must be None or an int in \[0, 11\) .*got -1"),
@@ -146,10 +157,18 @@ def test_matches_nn_transformer(norm_first):
     with the same masks, converted to PyTorch's convention."""
     torch.manual_seed(0)
     cfg = small_config(norm_first=norm_first)
-    theirs = nn.Transformer(
-        16, 4, cfg.n_layers_enc, cfg.n_layers_dec, 32, dropout=0.1,
-        batch_first=True, norm_first=norm_first,
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "use_nested_tensor is False because norm_first"
+        theirs = nn.Transformer(
+            16,
+            4,
+            cfg.n_layers_enc,
+            cfg.n_layers_dec,
+            32,
+            dropout=0.1,
+            batch_first=True,
+            norm_first=norm_first,
+        )
     with torch.no_grad():  # non-trivial final norms, so that copying them is tested
         for norm in (theirs.encoder.norm, theirs.decoder.norm):
             norm.weight.uniform_(0.5, 1.5)
@@ -196,7 +215,9 @@ def test_bad_token_ids():
     src, tgt = padded_batch()
     with pytest.raises(TypeError, match=r"token ids must be int64 or int32, got torch.float32"):
         model(src.float(), tgt)
-    with pytest.raises(ValueError, match=r"token ids must be in \[0, 11\), got values from 0 to 11"):
+    with pytest.raises(
+        ValueError, match=r"token ids must be in \[0, 11\), got values from 0 to 11"
+    ):
         model(torch.cat([src, torch.full((3, 1), 11)], 1), tgt)
     with pytest.raises(ValueError, match=r"non-empty \[batch, pos\] tensor, got \(3, 0\)"):
         model(src, tgt[:, :0])

@@ -46,6 +46,7 @@ def test_bundle_has_plotly_json_html_and_text():
     json.dumps(spec)  # JSON-serialisable, as the notebook format requires
     assert spec["data"][0]["type"] == "heatmap"
     assert spec["config"]["displaylogo"] is False
+    assert spec["config"]["showSendToCloud"] is False  # no upload button
     assert len(spec["layout"]["sliders"][0]["steps"]) == 2
     assert "two states" in bundle["text/plain"]
 
@@ -199,15 +200,18 @@ def test_heatmap_explorer_controls_are_independent():
 
 
 def _chromium():
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    """Debian's Chromium (or TRANSFORMER_LAB_CHROMIUM) and playwright, else skip or fail."""
+    candidates = [os.environ.get("TRANSFORMER_LAB_CHROMIUM"), "/usr/bin/chromium"]
+    path = next((c for c in candidates if c and Path(c).exists()), shutil.which("chromium"))
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
         path = None
     if path is None:
-        if os.environ.get("TRANSFORMER_LAB_REQUIRE_BROWSER") == "1":
-            pytest.fail("TRANSFORMER_LAB_REQUIRE_BROWSER=1 but chromium/playwright is missing")
-        pytest.skip("needs Chromium and playwright: apt install chromium; pip install playwright")
+        reason = "needs Chromium and playwright: apt install chromium; pip install playwright"
+        if os.environ.get("TRANSFORMER_LAB_REQUIRE_BROWSER", "") not in ("", "0"):
+            pytest.fail(f"{reason} (TRANSFORMER_LAB_REQUIRE_BROWSER is set)")
+        pytest.skip(reason)
     return path
 
 
@@ -235,7 +239,9 @@ def test_static_html_moves_with_its_slider_in_chromium(tmp_path):
         page.mouse.click(rail["x"] + rail["width"] - 2, rail["y"] + rail["height"] / 2)
         page.wait_for_function("() => document.getElementById('fig').data[0].z[1][1] !== 1")
         after = page.evaluate("() => document.getElementById('fig').data[0].z[1][1]")
+        titles = page.eval_on_selector_all(".modebar-btn", "bs => bs.map(b => b.dataset.title)")
         browser.close()
     assert (before, after) == (1, None)
+    assert "Share chart..." not in titles and "Download plot as a PNG" in titles
     assert errors == []
     assert all(url.startswith("file://") for url in requests)

@@ -203,3 +203,18 @@ def test_static_explorer_over_dk():
     assert np.array(outputs_z).shape == (3, 8)
     with pytest.raises(ValueError, match="slider"):
         widgets.static_attention_explorer(slider="mask")
+    with pytest.raises(ValueError, match="dropdown"):
+        widgets.static_attention_explorer(dropdown="d_k")
+
+
+def test_static_explorer_over_sentences():
+    sentences = ("I love dogs", "a cat")
+    fig = widgets.static_attention_explorer(
+        dropdown="sentence", sentences=sentences, mask_kind="causal", temperatures=(1.0,)
+    )
+    buttons = fig.layout.updatemenus[0].buttons
+    assert [b.label for b in buttons] == list(sentences)
+    assert buttons[1].args[1]["xaxis.ticktext"] == ["a", "cat"]
+    weights_of_a_cat = fig.layout.sliders[0].steps[0].args[0]["z"][3 + 1]
+    assert weights_of_a_cat[0] == [1.0, 0.0]  # causal: "a" cannot see "cat"
+    assert sum(weights_of_a_cat[1]) == pytest.approx(1.0, abs=1e-4) and weights_of_a_cat[1][1] > 0

@@ -8,6 +8,7 @@ True = may attend, broadcastable to ``[..., query_pos, key_pos]``.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from itertools import zip_longest
 
@@ -20,6 +21,7 @@ from .masks import check_mask
 __all__ = [
     "scaled_dot_product_attention",
     "attention_weights",
+    "empty_rows",
     "check_qkv",
     "broadcast_shape",
     "DotScore",
@@ -50,6 +52,23 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, .
 
     Returns the shape of the scores, ``[..., query_pos, key_pos]``.
     """
+    try:  # the usual case, in a few attribute reads: it runs on every attention call
+        qs, ks, vs = q.shape, k.shape, v.shape
+        if (
+            q.dtype is k.dtype is v.dtype
+            and q.is_floating_point()
+            and len(qs) >= 2
+            and qs[:-2] == ks[:-2] == vs[:-2]
+            and qs[-1] == ks[-1]
+            and ks[-2] == vs[-2]
+            and qs[-2] > 0
+            and ks[-2] > 0
+            and qs[-1] > 0
+            and len(ks) == len(vs) == len(qs)
+        ):
+            return (*qs[:-1], ks[-2])
+    except AttributeError:
+        pass  # not tensors: the checks below say so
     for name, t in (("query", q), ("key", k), ("value", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -81,6 +100,28 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, .
     return (*batch, query_pos, key_pos)
 
 
+# Masks are usually reused (one causal mask for every layer and step), so the answer to
+# "does every query row have a key?" is remembered per mask tensor, keyed by id and
+# guarded by a weak reference and the tensor's version counter (bumped by in-place edits).
+_FULL_ROWS: dict[int, tuple[weakref.ref, int]] = {}
+
+
+def empty_rows(mask: torch.Tensor) -> torch.Tensor | None:
+    """``[..., query_pos, 1]`` True where a query row of ``mask`` is all False, or None when
+    every row may attend to something (the usual case, remembered per mask tensor)."""
+    key = id(mask)
+    cached = _FULL_ROWS.get(key)
+    version = None if mask.is_inference() else mask._version
+    if cached is not None and cached[0]() is mask and cached[1] == version:
+        return None
+    empty = ~mask.any(dim=-1, keepdim=True)  # [..., query_pos, 1]
+    if bool(empty.any()):
+        return empty
+    if version is not None:  # inference tensors have no version counter: not remembered
+        _FULL_ROWS[key] = (weakref.ref(mask, lambda _, key=key: _FULL_ROWS.pop(key, None)), version)
+    return None
+
+
 def attention_weights(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax over keys with masked positions set to ``-inf`` first.
 
@@ -90,9 +131,11 @@ def attention_weights(scores: torch.Tensor, mask: torch.Tensor | None = None) ->
     if mask is None:
         return torch.softmax(scores, dim=-1)
     scores = scores.masked_fill(~mask, float("-inf"))
-    empty_row = ~mask.any(dim=-1, keepdim=True)  # [..., query_pos, 1]
-    scores = scores.masked_fill(empty_row, 0.0)
-    return torch.softmax(scores, dim=-1).masked_fill(empty_row, 0.0)
+    empty = empty_rows(mask)
+    if empty is None:
+        return torch.softmax(scores, dim=-1)
+    scores = scores.masked_fill(empty, 0.0)
+    return torch.softmax(scores, dim=-1).masked_fill(empty, 0.0)
 
 
 def scaled_dot_product_attention(
@@ -142,21 +185,20 @@ def _fused(q, k, v, mask, scale, dropout_p):
 
     Kernels disagree on a row with nothing to attend to (NaN, zeros or a uniform
     average), so such rows are given every key and their output is zeroed afterwards.
-    Finding them costs one reduction over the mask as given (not broadcast).
     """
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=scale)
+    empty = empty_rows(mask)
     if mask.dim() < 2:  # the kernel wants at least [query_pos, key_pos]
         mask = mask.view(*[1] * (2 - mask.dim()), *mask.shape)
-    has_key = mask.any(dim=-1, keepdim=True)  # [..., query_pos, 1]
-    if bool(has_key.all()):
+    if empty is None:
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
         )
     out = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask | ~has_key, dropout_p=dropout_p, scale=scale
+        q, k, v, attn_mask=mask | empty, dropout_p=dropout_p, scale=scale
     )
-    return out.masked_fill(~has_key, 0.0)
+    return out.masked_fill(empty, 0.0)
 
 
 # --- Score functions for attention in seq2seq models ------------------------------------
@@ -170,7 +212,8 @@ class DotScore(nn.Module):
     def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         if query.shape[-1] != keys.shape[-1]:
             raise ValueError(
-                f"dot score needs equal sizes: query has {query.shape[-1]}, keys have {keys.shape[-1]}"
+                "dot score needs equal sizes: "
+                f"query has {query.shape[-1]}, keys have {keys.shape[-1]}"
             )
         return (keys @ query.unsqueeze(-1)).squeeze(-1)  # [batch, key_pos]
 
@@ -199,7 +242,9 @@ class AdditiveScore(nn.Module):
         self.v = nn.Linear(d_attn, 1, bias=False)
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        hidden = torch.tanh(self.W_1(query).unsqueeze(-2) + self.W_2(keys))  # [batch, key_pos, d_attn]
+        hidden = torch.tanh(
+            self.W_1(query).unsqueeze(-2) + self.W_2(keys)
+        )  # [batch, key_pos, d_attn]
         return self.v(hidden).squeeze(-1)  # [batch, key_pos]
 
 

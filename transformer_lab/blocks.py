@@ -48,21 +48,38 @@ class EncoderBlock(_Block):
     With a causal mask this is also the block of a decoder-only model such as GPT.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_mlp: int, *, dropout: float = 0.0,
-                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_mlp: int,
+        *,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+        eps: float = 1e-5,
+    ):
         super().__init__(d_model, n_heads, d_mlp, dropout, norm_first, activation, eps)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """``x [batch, pos, d_model]``; ``mask`` bool, True = may attend."""
         x = self.resid_pre(x)
-        x = self.resid_mid(self._sublayer(x, self.ln1, lambda h: self._self_attn(h, mask), self.attn_out))
+        x = self.resid_mid(
+            self._sublayer(x, self.ln1, lambda h: self._self_attn(h, mask), self.attn_out)
+        )
         return self.resid_post(self._sublayer(x, self.ln2, self.mlp, self.mlp_out))
 
     @classmethod
     def from_torch(cls, m: nn.TransformerEncoderLayer) -> EncoderBlock:
-        ours = cls(m.linear1.in_features, m.self_attn.num_heads, m.linear1.out_features,
-                   dropout=m.dropout.p, norm_first=m.norm_first,
-                   activation=_torch_activation(m), eps=m.norm1.eps)
+        ours = cls(
+            m.linear1.in_features,
+            m.self_attn.num_heads,
+            m.linear1.out_features,
+            dropout=m.dropout.p,
+            norm_first=m.norm_first,
+            activation=_torch_activation(m),
+            eps=m.norm1.eps,
+        )
         ours.attn = MultiHeadAttention.from_torch(m.self_attn)
         ours.mlp.load_linear(m.linear1, m.linear2)
         ours.ln1 = LayerNorm.from_torch(m.norm1)
@@ -74,22 +91,42 @@ class DecoderBlock(_Block):
     """Masked self-attention, cross-attention to the encoder output, then a feed-forward
     network; each with a residual connection."""
 
-    def __init__(self, d_model: int, n_heads: int, d_mlp: int, *, dropout: float = 0.0,
-                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_mlp: int,
+        *,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+        eps: float = 1e-5,
+    ):
         super().__init__(d_model, n_heads, d_mlp, dropout, norm_first, activation, eps)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.ln3 = LayerNorm(d_model, eps)
         self.cross_out = Hook()
         self.resid_cross = Hook()
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        self_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """``x [batch, tgt_pos, d_model]`` decoder stream; ``memory [batch, src_pos, d_model]``
         the encoder output, the keys and values of cross-attention; ``self_mask`` (usually
         causal) and ``memory_mask`` (source padding) are bool, True = may attend."""
         x = self.resid_pre(x)
-        x = self.resid_mid(self._sublayer(x, self.ln1, lambda h: self._self_attn(h, self_mask), self.attn_out))
-        x = self.resid_cross(self._sublayer(x, self.ln2, lambda h: self._cross_attn(h, memory, memory_mask), self.cross_out))
+        x = self.resid_mid(
+            self._sublayer(x, self.ln1, lambda h: self._self_attn(h, self_mask), self.attn_out)
+        )
+        x = self.resid_cross(
+            self._sublayer(
+                x, self.ln2, lambda h: self._cross_attn(h, memory, memory_mask), self.cross_out
+            )
+        )
         return self.resid_post(self._sublayer(x, self.ln3, self.mlp, self.mlp_out))
 
     def _cross_attn(self, h, memory, mask):
@@ -97,9 +134,15 @@ class DecoderBlock(_Block):
 
     @classmethod
     def from_torch(cls, m: nn.TransformerDecoderLayer) -> DecoderBlock:
-        ours = cls(m.linear1.in_features, m.self_attn.num_heads, m.linear1.out_features,
-                   dropout=m.dropout.p, norm_first=m.norm_first,
-                   activation=_torch_activation(m), eps=m.norm1.eps)
+        ours = cls(
+            m.linear1.in_features,
+            m.self_attn.num_heads,
+            m.linear1.out_features,
+            dropout=m.dropout.p,
+            norm_first=m.norm_first,
+            activation=_torch_activation(m),
+            eps=m.norm1.eps,
+        )
         ours.attn = MultiHeadAttention.from_torch(m.self_attn)
         ours.cross_attn = MultiHeadAttention.from_torch(m.multihead_attn)
         ours.mlp.load_linear(m.linear1, m.linear2)

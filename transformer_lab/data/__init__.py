@@ -1,3 +1,3 @@
 """Data sets the book trains on, all generated or read offline from installed packages."""
 
-from . import shakespeare  # noqa: F401
+from . import numbers, shakespeare  # noqa: F401

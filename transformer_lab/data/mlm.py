@@ -69,14 +69,23 @@ def mask_tokens(
         ``masked_ids`` (same shape and dtype) and ``labels``: the original id where a
         token was chosen, ``IGNORE_INDEX`` everywhere else.
     """
-    if not isinstance(input_ids, torch.Tensor) or input_ids.is_floating_point() or input_ids.dtype == torch.bool:
+    if (
+        not isinstance(input_ids, torch.Tensor)
+        or input_ids.is_floating_point()
+        or input_ids.dtype == torch.bool
+    ):
         raise TypeError("input_ids must be an integer tensor of token ids")
-    for name, p in (("mask_prob", mask_prob), ("mask_token_prob", mask_token_prob),
-                    ("random_token_prob", random_token_prob)):
+    for name, p in (
+        ("mask_prob", mask_prob),
+        ("mask_token_prob", mask_token_prob),
+        ("random_token_prob", random_token_prob),
+    ):
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"{name} must be a probability in [0, 1], got {p}")
     if mask_token_prob + random_token_prob > 1.0 + 1e-12:
-        raise ValueError(f"mask_token_prob + random_token_prob = {mask_token_prob + random_token_prob} > 1")
+        raise ValueError(
+            f"mask_token_prob + random_token_prob = {mask_token_prob + random_token_prob} > 1"
+        )
     if not 0 <= mask_id < vocab_size:
         raise ValueError(f"mask_id={mask_id} is not in [0, vocab_size={vocab_size})")
     if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= vocab_size):
@@ -92,8 +101,10 @@ def mask_tokens(
     eligible = ordinary_ids.to(device)[input_ids]  # [batch, pos] ordinary tokens
     if attention_mask is not None:
         if attention_mask.shape != input_ids.shape:
-            raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, "
-                             f"input_ids {tuple(input_ids.shape)}")
+            raise ValueError(
+                f"attention_mask has shape {tuple(attention_mask.shape)}, "
+                f"input_ids {tuple(input_ids.shape)}"
+            )
         eligible &= attention_mask.to(device) != 0
 
     # One uniform number per position decides everything: u < mask_prob chooses the token,
@@ -106,7 +117,9 @@ def mask_tokens(
 
     draws = torch.randint(len(candidates), input_ids.shape, generator=generator).to(device)
     random_ids = candidates.to(device)[draws].to(input_ids.dtype)
-    masked = torch.where(to_mask, torch.as_tensor(mask_id, dtype=input_ids.dtype, device=device), input_ids)
+    masked = torch.where(
+        to_mask, torch.as_tensor(mask_id, dtype=input_ids.dtype, device=device), input_ids
+    )
     masked = torch.where(to_random, random_ids, masked)
     labels = torch.where(chosen, input_ids.long(), torch.as_tensor(IGNORE_INDEX, device=device))
     return masked, labels
@@ -142,30 +155,39 @@ def next_sentence_pairs(
         raise ValueError("no document has two consecutive sentences")
     every = [(d, i) for d, doc in enumerate(docs) for i in range(len(doc))]
     many_docs = sum(1 for doc in docs if doc) > 1
+    if n_pairs <= 0:
+        return []
 
-    def draw(n: int) -> int:
-        return int(torch.randint(n, (1,), generator=generator))
+    # All random numbers are drawn at once: a start, a coin and a candidate per pair.
+    start_index = torch.randint(len(starts), (n_pairs,), generator=generator).tolist()
+    coins = (torch.rand(n_pairs, generator=generator) < next_prob).tolist()
+    other_index = torch.randint(len(every), (n_pairs,), generator=generator).tolist()
+
+    def acceptable(d: int, i: int, e: int, j: int) -> bool:
+        return e != d if many_docs else j != i + 1
 
     pairs = []
-    for _ in range(n_pairs):
-        d, i = starts[draw(len(starts))]
-        if float(torch.rand((), generator=generator)) < next_prob:
+    for k in range(n_pairs):
+        d, i = starts[start_index[k]]
+        if coins[k]:
             pairs.append(SentencePair(docs[d][i], docs[d][i + 1], 1))
             continue
-        while True:
-            e, j = every[draw(len(every))]
-            if (many_docs and e != d) or (not many_docs and j != i + 1):
-                break
+        e, j = every[other_index[k]]
+        while not acceptable(d, i, e, j):  # rare: redraw until it comes from elsewhere
+            e, j = every[int(torch.randint(len(every), (1,), generator=generator))]
         pairs.append(SentencePair(docs[d][i], docs[e][j], 0))
     return pairs
 
 
-def pack_pair(a: Sequence[int], b: Sequence[int], *, cls_id: int, sep_id: int,
-              max_len: int) -> tuple[list[int], list[int]]:
+def pack_pair(
+    a: Sequence[int], b: Sequence[int], *, cls_id: int, sep_id: int, max_len: int
+) -> tuple[list[int], list[int]]:
     """``[CLS] a [SEP] b [SEP]`` and its segment ids (0 up to the first [SEP], then 1),
     truncating the longer sentence one token at a time until it fits ``max_len``."""
     if max_len < 5:
-        raise ValueError(f"max_len must leave room for 3 special tokens and 1 token each, got {max_len}")
+        raise ValueError(
+            f"max_len must leave room for 3 special tokens and 1 token each, got {max_len}"
+        )
     a, b = list(a), list(b)
     while len(a) + len(b) + 3 > max_len:
         (a if len(a) >= len(b) else b).pop()
@@ -174,7 +196,9 @@ def pack_pair(a: Sequence[int], b: Sequence[int], *, cls_id: int, sep_id: int,
     return ids, segments
 
 
-def pad_batch(sequences: Sequence[Sequence[int]], pad_value: int) -> tuple[torch.Tensor, torch.Tensor]:
+def pad_batch(
+    sequences: Sequence[Sequence[int]], pad_value: int
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad to the longest: ``(ids [batch, pos], attention_mask [batch, pos])``."""
     if not sequences:
         raise ValueError("need at least one sequence")
@@ -189,7 +213,9 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_value: int) -> tuple[torch
 
 @dataclass
 class PretrainingBatch:
-    """A batch for :meth:`BertForPreTraining.pretraining_loss` (``model.pretraining_loss(**batch)``)."""
+    """A batch for :meth:`BertForPreTraining.pretraining_loss`.
+
+    Use it as ``model.pretraining_loss(**batch)``."""
 
     input_ids: torch.Tensor  # [batch, pos] after masking
     labels: torch.Tensor  # [batch, pos] original id at chosen positions, IGNORE_INDEX elsewhere
@@ -227,9 +253,13 @@ def pretraining_batch(
     ids, attention_mask = pad_batch([p[0] for p in packed], pad_id)
     segment_ids, _ = pad_batch([p[1] for p in packed], 0)
     masked, labels = mask_tokens(
-        ids, mask_id=mask_id, vocab_size=vocab_size,
+        ids,
+        mask_id=mask_id,
+        vocab_size=vocab_size,
         special_ids={*special_ids, cls_id, sep_id, pad_id, mask_id},
-        attention_mask=attention_mask, mask_prob=mask_prob, generator=generator,
+        attention_mask=attention_mask,
+        mask_prob=mask_prob,
+        generator=generator,
     )
     is_next = torch.tensor([p.is_next for p in pairs], dtype=torch.long)
     return PretrainingBatch(masked, labels, is_next, attention_mask, segment_ids)

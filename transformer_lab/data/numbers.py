@@ -73,17 +73,19 @@ _LIMIT = 10**16  # numbers must be below this (at most 16 digits)
 # German number morphemes; a compound is split by longest match from the left.
 # "sech"/"sieb" are the short stems of sechzehn/siebzehn.
 _GERMAN_MORPHEMES = sorted(
-    (
-        "null eins ein eine zwei drei vier fünf sechs sech sieben sieb acht neun zehn elf "
-        "zwölf zwanzig dreißig vierzig fünfzig sechzig siebzig achtzig neunzig hundert "
-        "tausend und million millionen milliarde milliarden billion billionen"
-    ).split(),
+    [
+        *("null", "eins", "ein", "eine", "zwei", "drei", "vier", "fünf", "sechs", "sech"),
+        *("sieben", "sieb", "acht", "neun", "zehn", "elf", "zwölf", "zwanzig", "dreißig"),
+        *("vierzig", "fünfzig", "sechzig", "siebzig", "achtzig", "neunzig", "hundert"),
+        *("tausend", "und", "million", "millionen", "milliarde", "milliarden"),
+        *("billion", "billionen"),
+    ],
     key=len,
     reverse=True,
 )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _converter(lang: str):
     """num2words' converter for ``lang`` with its table of number words cut to the
     powers of ten below 10**16: ``splitnum`` scans that whole table on every call, and
@@ -113,8 +115,14 @@ def split_german(word: str) -> list[str]:
                 break
         else:
             raise ValueError(f"cannot split {word!r} into number morphemes at {word[i:]!r}")
-    # num2words writes 101000 as "einhunderteinstausend"; German says "ein" before
-    # "tausend" and "eine" before "millionen"/"milliarden"
+    return out
+
+
+def _fix_german_eins(morphemes: list[str]) -> list[str]:
+    """num2words writes 101000 as "einhunderteinstausend" and 101 million as
+    "einhunderteins Millionen"; German says "ein" before "tausend" and "eine" before
+    "millionen"/"milliarden"."""
+    out = list(morphemes)
     for j in range(len(out) - 1):
         if out[j] == "eins" and out[j + 1] == "tausend":
             out[j] = "ein"
@@ -129,7 +137,7 @@ def tokenize(text: str, lang: str) -> list[str]:
     _check_lang(lang)
     words = [w for w in re.split(r"[\s,\-]+", text.lower()) if w]
     if lang == "de":
-        return [m for w in words for m in split_german(w)]
+        return _fix_german_eins([m for w in words for m in split_german(w)])
     return words
 
 
@@ -182,7 +190,9 @@ class NumbersConfig:
             )
         if self.max_src_len is not None and self.max_src_len < 1:
             raise ValueError(f"max_src_len must be positive or None, got {self.max_src_len}")
-        available = 10**self.max_digits - (10 ** (self.min_digits - 1) if self.min_digits > 1 else 0)
+        available = 10**self.max_digits - (
+            10 ** (self.min_digits - 1) if self.min_digits > 1 else 0
+        )
         if self.n_total > available:
             raise ValueError(
                 f"asked for {self.n_total} distinct numbers but only {available} have "
@@ -448,7 +458,9 @@ def _load(config: NumbersConfig, use_cache_file: bool) -> NumberData:
     return NumberData(config, splits)
 
 
-def load(config: NumbersConfig | None = None, *, use_cache_file: bool = True, **kwargs) -> NumberData:
+def load(
+    config: NumbersConfig | None = None, *, use_cache_file: bool = True, **kwargs
+) -> NumberData:
     """Build (or fetch from the caches) the data set of ``config``; keyword arguments are
     fields of :class:`NumbersConfig`, e.g. ``load(tgt_lang="fr", max_digits=9)``.
 
@@ -474,7 +486,9 @@ def predict(translate, data: NumberData, split: str = "test", batch_size: int = 
         src = data.batch(split, torch.arange(start, min(start + batch_size, n))).src
         ids = translate(src if device is None else src.to(device))
         if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.shape[0] != src.shape[0]:
-            raise ValueError(f"translate must return [batch, out_pos] ids for {src.shape[0]} sources")
+            raise ValueError(
+                f"translate must return [batch, out_pos] ids for {src.shape[0]} sources"
+            )
         out.extend(data.tgt_vocab.decode(row) for row in ids.cpu())
     return out
 
@@ -493,7 +507,9 @@ def accuracy_by_length(correct, lengths, bins: Sequence[int]) -> list[tuple[str,
     correct = torch.as_tensor(correct, dtype=torch.float)
     lengths = torch.as_tensor(lengths)
     if correct.shape != lengths.shape:
-        raise ValueError(f"correct has shape {tuple(correct.shape)}, lengths {tuple(lengths.shape)}")
+        raise ValueError(
+            f"correct has shape {tuple(correct.shape)}, lengths {tuple(lengths.shape)}"
+        )
     if len(bins) < 2 or list(bins) != sorted(set(bins)):
         raise ValueError(f"bins must be at least two increasing edges, got {list(bins)}")
     out = []

@@ -30,8 +30,16 @@ from ..data.mlm import IGNORE_INDEX
 from ..hooks import Hook
 from ..layers import LayerNorm
 
-__all__ = ["BertConfig", "BertOutput", "BertModel", "BertForPreTraining", "PreTrainingOutput",
-           "PreTrainingLoss", "IGNORE_INDEX"]
+__all__ = [
+    "BertConfig",
+    "BertOutput",
+    "BertModel",
+    "BertForPreTraining",
+    "PreTrainingOutput",
+    "PreTrainingLoss",
+    "IGNORE_INDEX",
+]
+
 
 @dataclass(frozen=True)
 class BertConfig:
@@ -59,7 +67,9 @@ class BertConfig:
         if not self.eps > 0:
             raise ValueError(f"eps must be positive, got {self.eps!r}")
         if not isinstance(self.pad_id, int) or not 0 <= self.pad_id < self.d_vocab:
-            raise ValueError(f"pad_id must be a token id in [0, {self.d_vocab}), got {self.pad_id!r}")
+            raise ValueError(
+                f"pad_id must be a token id in [0, {self.d_vocab}), got {self.pad_id!r}"
+            )
         if not self.init_std > 0:
             raise ValueError(f"init_std must be positive, got {self.init_std!r}")
 
@@ -98,8 +108,9 @@ class BertEmbeddings(nn.Module):
 class BertBlock(EncoderBlock):
     """The post-LN encoder block, which can also hand back its attention weights."""
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
-                return_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, return_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         self._want_weights, self._weights = return_weights, None
         out = super().forward(x, mask)
         weights, self._weights = self._weights, None
@@ -128,17 +139,29 @@ class BertModel(nn.Module):
         self.cfg = cfg
         self.embeddings = BertEmbeddings(cfg)
         self.blocks = nn.ModuleList(
-            BertBlock(cfg.d_model, cfg.n_heads, cfg.d_mlp, dropout=cfg.dropout,
-                      norm_first=False, activation="gelu", eps=cfg.eps)
+            BertBlock(
+                cfg.d_model,
+                cfg.n_heads,
+                cfg.d_mlp,
+                dropout=cfg.dropout,
+                norm_first=False,
+                activation="gelu",
+                eps=cfg.eps,
+            )
             for _ in range(cfg.n_layers)
         )
         self.pooler = nn.Linear(cfg.d_model, cfg.d_model)
         self.embed = Hook()
         self.apply(lambda m: _init_bert(m, cfg.init_std))
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                segment_ids: torch.Tensor | None = None, *,
-                output_attentions: bool = True) -> BertOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        segment_ids: torch.Tensor | None = None,
+        *,
+        output_attentions: bool = True,
+    ) -> BertOutput:
         mask = self.key_mask(input_ids, attention_mask)  # [batch, 1, 1, pos] or None
         if segment_ids is None:
             segment_ids = torch.zeros_like(input_ids)
@@ -151,28 +174,50 @@ class BertModel(nn.Module):
             hidden.append(x)
             attentions.append(weights)  # [batch, n_heads, pos, pos]
         pooled = torch.tanh(self.pooler(x[:, 0]))  # [batch, d_model], from the [CLS] position
-        return BertOutput(x, pooled, tuple(hidden), tuple(attentions) if output_attentions else None)
+        return BertOutput(
+            x, pooled, tuple(hidden), tuple(attentions) if output_attentions else None
+        )
 
     def key_mask(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None):
         """Check ``input_ids`` and turn a 1/0 ``attention_mask`` ``[batch, pos]`` into the
         boolean key mask ``[batch, 1, 1, pos]`` (True = may attend); None stays None."""
-        if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (torch.int64, torch.int32):
-            got = input_ids.dtype if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (
+            torch.int64,
+            torch.int32,
+        ):
+            got = (
+                input_ids.dtype if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+            )
             raise TypeError(f"input_ids must be an int64 or int32 tensor, got {got}")
         if input_ids.dim() != 2 or input_ids.shape[1] == 0:
-            raise ValueError(f"input_ids must be a non-empty [batch, pos] tensor, got {tuple(input_ids.shape)}")
+            raise ValueError(
+                f"input_ids must be a non-empty [batch, pos] tensor, got {tuple(input_ids.shape)}"
+            )
         if input_ids.shape[1] > self.cfg.max_pos:
-            raise ValueError(f"sequence of {input_ids.shape[1]} tokens is longer than max_pos={self.cfg.max_pos}")
+            raise ValueError(
+                f"sequence of {input_ids.shape[1]} tokens is longer than max_pos={self.cfg.max_pos}"
+            )
         if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= self.cfg.d_vocab):
-            raise ValueError(f"token ids must lie in [0, {self.cfg.d_vocab}), got "
-                             f"[{int(input_ids.min())}, {int(input_ids.max())}]")
+            raise ValueError(
+                f"token ids must lie in [0, {self.cfg.d_vocab}), got "
+                f"[{int(input_ids.min())}, {int(input_ids.max())}]"
+            )
         if attention_mask is None:
             return None
         if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
-            shape = tuple(attention_mask.shape) if isinstance(attention_mask, torch.Tensor) else attention_mask
-            raise ValueError(f"attention_mask must be [batch, pos] = {tuple(input_ids.shape)} "
-                             f"(1 = real token, 0 = padding), got {shape}")
-        if attention_mask.is_floating_point() and not ((attention_mask == 0) | (attention_mask == 1)).all():
+            shape = (
+                tuple(attention_mask.shape)
+                if isinstance(attention_mask, torch.Tensor)
+                else attention_mask
+            )
+            raise ValueError(
+                f"attention_mask must be [batch, pos] = {tuple(input_ids.shape)} "
+                f"(1 = real token, 0 = padding), got {shape}"
+            )
+        if (
+            attention_mask.is_floating_point()
+            and not ((attention_mask == 0) | (attention_mask == 1)).all()
+        ):
             raise ValueError("attention_mask must hold 1 for real tokens and 0 for padding")
         return (attention_mask != 0)[:, None, None, :]  # [batch, 1, 1, key_pos]
 
@@ -228,20 +273,30 @@ class BertForPreTraining(nn.Module):
         h = self.mlm_ln(F.gelu(self.mlm_transform(h)))
         return h @ self.bert.embeddings.W_E.weight.T + self.mlm_bias  # decoder tied to W_E
 
-    def forward(self, input_ids, attention_mask=None, segment_ids=None, *,
-                output_attentions: bool = False) -> PreTrainingOutput:
+    def forward(
+        self, input_ids, attention_mask=None, segment_ids=None, *, output_attentions: bool = False
+    ) -> PreTrainingOutput:
         out = self.bert(input_ids, attention_mask, segment_ids, output_attentions=output_attentions)
-        return PreTrainingOutput(self.mlm_scores(out.last_hidden_state), self.nsp(out.pooler_output), out)
+        return PreTrainingOutput(
+            self.mlm_scores(out.last_hidden_state), self.nsp(out.pooler_output), out
+        )
 
-    def pretraining_loss(self, input_ids: torch.Tensor, labels: torch.Tensor,
-                         is_next: torch.Tensor | None = None, attention_mask=None,
-                         segment_ids=None) -> PreTrainingLoss:
+    def pretraining_loss(
+        self,
+        input_ids: torch.Tensor,
+        labels: torch.Tensor,
+        is_next: torch.Tensor | None = None,
+        attention_mask=None,
+        segment_ids=None,
+    ) -> PreTrainingLoss:
         """Masked-LM cross-entropy over the positions whose ``labels`` are not
         ``IGNORE_INDEX`` (only those go through the vocabulary projection, as in BERT)
         plus, when ``is_next [batch]`` (1 = true next sentence) is given, the
         next-sentence cross-entropy."""
         if labels.shape != input_ids.shape:
-            raise ValueError(f"labels must be [batch, pos] = {tuple(input_ids.shape)}, got {tuple(labels.shape)}")
+            raise ValueError(
+                f"labels must be [batch, pos] = {tuple(input_ids.shape)}, got {tuple(labels.shape)}"
+            )
         out = self.bert(input_ids, attention_mask, segment_ids, output_attentions=False)
         chosen = labels != IGNORE_INDEX  # [batch, pos]
         if not chosen.any():
@@ -256,7 +311,9 @@ class BertForPreTraining(nn.Module):
             nsp_logits = self.nsp(out.pooler_output)  # [batch, 2]
             nsp_loss = F.cross_entropy(nsp_logits, is_next.long())
             nsp_acc = (nsp_logits.argmax(-1) == is_next.long()).float().mean()
-        return PreTrainingLoss(mlm_loss + nsp_loss, mlm_loss, nsp_loss, mlm_acc.detach(), nsp_acc.detach())
+        return PreTrainingLoss(
+            mlm_loss + nsp_loss, mlm_loss, nsp_loss, mlm_acc.detach(), nsp_acc.detach()
+        )
 
 
 def _init_bert(m: nn.Module, std: float) -> None:

@@ -63,7 +63,9 @@ class TransformerConfig:
                     f"vocabularies), got {self.pad_id!r}"
                 )
         if self.positional not in ("sinusoidal", "learned"):
-            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
+            raise ValueError(
+                f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}"
+            )
         if self.activation not in ("relu", "gelu"):
             raise ValueError(f"activation must be 'relu' or 'gelu', got {self.activation!r}")
 
@@ -140,22 +142,31 @@ class EncoderDecoder(nn.Module):
             self.W_U.weight = self.W_E_tgt.weight
         self.embed_src, self.embed_tgt, self.memory = Hook(), Hook(), Hook()
 
-    def _embed(self, ids, W_E, pos, offset=0):
+    @staticmethod
+    def _check_ids(ids, d_vocab: int) -> None:
         if not isinstance(ids, torch.Tensor):
             raise TypeError(f"token ids must be a torch.Tensor, got {type(ids).__name__}")
         if ids.dtype not in (torch.int64, torch.int32):
             raise TypeError(f"token ids must be int64 or int32, got {ids.dtype}")
         if ids.dim() != 2 or ids.shape[1] == 0 or ids.shape[0] == 0:
-            raise ValueError(f"token ids must be a non-empty [batch, pos] tensor, got {tuple(ids.shape)}")
-        low, high = int(ids.min()), int(ids.max())
-        if low < 0 or high >= W_E.num_embeddings:
             raise ValueError(
-                f"token ids must be in [0, {W_E.num_embeddings}), got values from {low} to {high}"
+                f"token ids must be a non-empty [batch, pos] tensor, got {tuple(ids.shape)}"
             )
-        return self.drop(pos(W_E(ids) * math.sqrt(self.cfg.d_model), offset))  # [batch, pos, d_model]
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= d_vocab:
+            raise ValueError(
+                f"token ids must be in [0, {d_vocab}), got values from {low} to {high}"
+            )
+
+    def _embed(self, ids, W_E, pos, offset=0):
+        self._check_ids(ids, W_E.num_embeddings)
+        return self.drop(
+            pos(W_E(ids) * math.sqrt(self.cfg.d_model), offset)
+        )  # [batch, pos, d_model]
 
     def source_mask(self, src: torch.Tensor) -> torch.Tensor | None:
         """Padding mask of the source ``[batch, 1, 1, src_pos]`` (None without ``pad_id``)."""
+        self._check_ids(src, self.cfg.d_vocab_src)
         return None if self.cfg.pad_id is None else padding_mask_from_ids(src, self.cfg.pad_id)
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -170,6 +181,7 @@ class EncoderDecoder(nn.Module):
         ``tgt_mask`` defaults to the causal mask (and target padding when ``pad_id`` is
         set); ``src_mask`` is the source padding mask used by cross-attention.
         """
+        self._check_ids(tgt, self.cfg.d_vocab_tgt)
         if tgt_mask is None:
             tgt_mask = causal_mask(tgt.shape[1], device=tgt.device)
             if self.cfg.pad_id is not None:
@@ -187,13 +199,19 @@ class EncoderDecoder(nn.Module):
         (the embeddings and output projection, which ``nn.Transformer`` lacks, stay ours)."""
         if m.d_model != self.cfg.d_model:
             raise ValueError(f"torch model has d_model={m.d_model} but ours has {self.cfg.d_model}")
-        if len(m.encoder.layers) != len(self.encoder.blocks) or len(m.decoder.layers) != len(self.decoder.blocks):
+        if len(m.encoder.layers) != len(self.encoder.blocks) or len(m.decoder.layers) != len(
+            self.decoder.blocks
+        ):
             raise ValueError(
                 f"layer counts differ: torch has {len(m.encoder.layers)}+{len(m.decoder.layers)}, "
                 f"ours {len(self.encoder.blocks)}+{len(self.decoder.blocks)}"
             )
         self.encoder.blocks = nn.ModuleList(EncoderBlock.from_torch(b) for b in m.encoder.layers)
         self.decoder.blocks = nn.ModuleList(DecoderBlock.from_torch(b) for b in m.decoder.layers)
-        self.encoder.ln_final = LayerNorm.from_torch(m.encoder.norm) if m.encoder.norm is not None else None
-        self.decoder.ln_final = LayerNorm.from_torch(m.decoder.norm) if m.decoder.norm is not None else None
+        self.encoder.ln_final = (
+            LayerNorm.from_torch(m.encoder.norm) if m.encoder.norm is not None else None
+        )
+        self.decoder.ln_final = (
+            LayerNorm.from_torch(m.decoder.norm) if m.decoder.norm is not None else None
+        )
         return self

@@ -1,0 +1,233 @@
+"""The recurrent encoder-decoder: shapes, masks, batched vs step-by-step, greedy decoding."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from transformer_lab.attention import attend
+from transformer_lab.hooks import run_with_cache
+from transformer_lab.models.rnn import Seq2Seq, Seq2SeqConfig
+
+V_SRC, V_TGT = 11, 13
+ATTENTIONS = [None, "dot", "multiplicative", "additive"]
+TOL = dict(atol=1e-5, rtol=1e-5)  # float32 on the CPU
+
+
+def make(attention=None, cell="gru", seed=0, **kw):
+    torch.manual_seed(seed)
+    cfg = Seq2SeqConfig(V_SRC, V_TGT, d_embed=8, d_hidden=16, cell=cell, attention=attention, **kw)
+    return Seq2Seq(cfg).eval()
+
+
+def padded_batch(lengths, seed=0, vocab=V_SRC):
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(4, vocab, (len(lengths), max(lengths)), generator=gen)
+    for i, n in enumerate(lengths):
+        ids[i, n:] = 0
+    return ids
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_forward_shapes_and_attention_pattern(attention, cell):
+    model = make(attention, cell)
+    src = padded_batch([5, 3, 1])
+    tgt_in = torch.randint(1, V_TGT, (3, 4))
+    logits, cache = (
+        (model(src, tgt_in), {}) if attention is None else run_with_cache(model, src, tgt_in)
+    )
+    assert logits.shape == (3, 4, V_TGT)
+    if attention is not None:
+        weights = cache["pattern"]
+        assert weights.shape == (3, 4, 5)
+        torch.testing.assert_close(weights.sum(-1), torch.ones(3, 4))
+        assert bool((weights[1, :, 3:] == 0).all()) and bool((weights[2, :, 1:] == 0).all())
+        assert bool((weights[2, :, 0] == 1).all())  # one real token takes all the weight
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_final_state_ignores_padding(cell):
+    """Each row's final state is its state after its last real token, as if run alone."""
+    model = make("dot", cell)
+    src = padded_batch([6, 2, 4], seed=1)
+    memory = model.encode(src)
+    for i, n in enumerate([6, 2, 4]):
+        alone = model.encode(src[i : i + 1, :n])
+        final, final_alone = (
+            (memory.final[0], alone.final[0]) if cell == "lstm" else (memory.final, alone.final)
+        )
+        torch.testing.assert_close(final[:, i], final_alone[:, 0], **TOL)
+        torch.testing.assert_close(memory.states[i, :n], alone.states[0], **TOL)
+        assert bool((memory.states[i, n:] == 0).all())
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.lists(st.integers(1, 7), min_size=1, max_size=4),
+    st.sampled_from(ATTENTIONS),
+    st.integers(0, 10_000),
+)
+def test_padding_does_not_change_outputs(lengths, attention, seed):
+    """Adding extra padding columns to the source leaves the logits unchanged."""
+    model = make(attention, seed=seed % 7)
+    src = padded_batch(lengths, seed=seed)
+    more = torch.cat([src, torch.zeros(len(lengths), 3, dtype=torch.long)], dim=1)
+    tgt_in = torch.randint(
+        1, V_TGT, (len(lengths), 5), generator=torch.Generator().manual_seed(seed)
+    )
+    with torch.no_grad():
+        torch.testing.assert_close(model(src, tgt_in), model(more, tgt_in), **TOL)
+
+
+@pytest.mark.parametrize("attention", ["dot", "multiplicative", "additive"])
+def test_batched_scores_equal_the_score_module_step_by_step(attention):
+    model = make(attention)
+    s = torch.randn(2, 4, 16)
+    keys = torch.randn(2, 5, 16)
+    batched = model.all_scores(s, keys)
+    for t in range(4):
+        torch.testing.assert_close(batched[:, t], model.score(s[:, t], keys), **TOL)
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_decode_steps_equal_teacher_forcing(attention, cell):
+    """Feeding the target one step at a time gives the logits of the batched forward."""
+    model = make(attention, cell)
+    src = padded_batch([5, 2])
+    tgt_in = torch.randint(1, V_TGT, (2, 6))
+    with torch.no_grad():
+        full = model(src, tgt_in)
+        memory = model.encode(src)
+        state, steps = memory.final, []
+        for t in range(6):
+            logits, state, weights = model.decode_step(tgt_in[:, t], state, memory)
+            steps.append(logits)
+            if attention is not None:
+                ref = attend(
+                    model.score,
+                    state[0][0] if cell == "lstm" else state[0],
+                    memory.states,
+                    mask=memory.mask,
+                )[1]
+                torch.testing.assert_close(weights, ref, **TOL)
+    torch.testing.assert_close(torch.stack(steps, 1), full, **TOL)
+
+
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_greedy_decoding_agrees_with_teacher_forced_argmax(attention):
+    """Fed its own greedy output, the teacher-forced argmax reproduces that output."""
+    model = make(attention, seed=3, max_len=9)
+    src = padded_batch([4, 7, 1], seed=2)
+    ids, weights = model.greedy_decode(src)
+    assert ids.shape[0] == 3 and ids.shape[1] <= 9
+    bos = torch.full((3, 1), model.cfg.bos_id)
+    with torch.no_grad():
+        argmax = model(src, torch.cat([bos, ids[:, :-1]], dim=1)).argmax(-1)
+    for i in range(3):
+        row = ids[i].tolist()
+        n = row.index(2) + 1 if 2 in row else len(row)  # up to and including <eos>
+        assert argmax[i, :n].tolist() == row[:n]
+        assert all(t == 0 for t in row[n:])  # padding after <eos>
+        if attention is not None:
+            assert bool((weights[i, n:] == 0).all())
+            torch.testing.assert_close(weights[i, :n].sum(-1), torch.ones(n))
+    assert (weights is None) == (attention is None)
+
+
+def test_greedy_stops_at_eos_for_every_row():
+    model = make("dot")
+    with torch.no_grad():  # make <eos> always the most likely token
+        model.W_U.bias.zero_()
+        model.W_U.bias[2] = 100.0
+    ids, weights = model.greedy_decode(padded_batch([3, 2]))
+    assert ids.tolist() == [[2], [2]] and weights.shape == (2, 1, 3)
+
+
+def test_gradients_reach_every_real_source_token():
+    model = make("dot").train()
+    src = padded_batch([5, 3])
+    embedded = model.W_E_src(src).detach().requires_grad_()
+    memory = model.encode(src, embedded=embedded)
+    memory.final.sum().backward()
+    norms = embedded.grad.norm(dim=-1)
+    assert bool((norms[0] > 0).all()) and bool((norms[1, :3] > 0).all())
+    assert bool((norms[1, 3:] == 0).all())
+
+
+def test_bad_inputs():
+    model = make("dot")
+    src = padded_batch([3, 2])
+    with pytest.raises(TypeError, match="int64"):
+        model(src.float(), src)
+    with pytest.raises(ValueError, match=r"\[batch, pos\]"):
+        model(src[0], src)
+    with pytest.raises(ValueError, match="vocabulary"):
+        model(src + 20, torch.ones(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="batch 2 but tgt_in has batch 1"):
+        model(src, torch.ones(1, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="at least one token"):
+        model.encode(torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="right-padded"):
+        model.encode(torch.tensor([[0, 5, 6]]))
+    with pytest.raises(ValueError, match="embedded has shape"):
+        model.encode(src, embedded=torch.zeros(2, 3, 5))
+    with pytest.raises(ValueError, match="max_len"):
+        model.greedy_decode(src, max_len=0)
+    with pytest.raises(ValueError, match="attention"):
+        Seq2SeqConfig(5, 5, attention="cosine")
+    with pytest.raises(ValueError, match="cell"):
+        Seq2SeqConfig(5, 5, cell="rnn")
+    with pytest.raises(ValueError, match="d_hidden"):
+        Seq2SeqConfig(5, 5, d_hidden=0)
+    with pytest.raises(ValueError, match="eos_id"):
+        Seq2SeqConfig(2, 5, eos_id=2)
+
+
+def test_check_rnn_accepts_a_right_answer_and_names_mistakes():
+    from transformer_lab.models.rnn import check_rnn
+
+    def right(x, h0, W, U, b):
+        h, out = h0, []
+        for t in range(x.shape[1]):
+            h = torch.tanh(h @ W.T + x[:, t] @ U.T + b)
+            out.append(h)
+        return torch.stack(out, dim=1)
+
+    def no_feedback(x, h0, W, U, b):
+        return torch.stack([torch.tanh(h0 @ W.T + x[:, t] @ U.T + b) for t in range(x.shape[1])], 1)
+
+    def last_only(x, h0, W, U, b):
+        return right(x, h0, W, U, b)[:, -1]
+
+    assert check_rnn(right, verbose=False).passed
+    assert "feed each new state back" in check_rnn(no_feedback, verbose=False).message
+    assert "only the last state" in check_rnn(last_only, verbose=False).message
+    assert (
+        "not written yet"
+        in check_rnn(lambda *a: (_ for _ in ()).throw(NotImplementedError), verbose=False).message
+    )
+    with pytest.raises(AssertionError, match="last state"):
+        check_rnn(last_only, strict=True, verbose=False)
+
+
+def test_check_attention_step_accepts_a_right_answer_and_names_mistakes():
+    from transformer_lab.models.rnn import check_attention_step
+
+    def right(s, H, mask):
+        scores = (H @ s.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * H).sum(1), weights
+
+    def unmasked(s, H, mask):
+        return right(s, H, torch.ones_like(mask))
+
+    def mean_pool(s, H, mask):
+        _, weights = right(s, H, mask)
+        return (H * mask[..., None]).sum(1) / mask.sum(1, keepdim=True), weights
+
+    assert check_attention_step(right, verbose=False).passed
+    assert "not masked" in check_attention_step(unmasked, verbose=False).message
+    assert "mean pooling" in check_attention_step(mean_pool, verbose=False).message
+    assert "pair" in check_attention_step(lambda s, H, m: s, verbose=False).message

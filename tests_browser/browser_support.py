@@ -1,0 +1,102 @@
+"""Helpers shared by the browser tests (fixtures are in conftest.py).
+
+Chromium is Debian's (``/usr/bin/chromium``, or ``TRANSFORMER_LAB_CHROMIUM``), driven by the
+``playwright`` Python package. Without either, every test here is skipped with a message
+naming what to install, unless ``TRANSFORMER_LAB_REQUIRE_BROWSER=1`` (set by ``.ci/run``),
+in which case they fail. Each browser runs with a fresh profile, and every request a page
+makes is recorded: only 127.0.0.1, ``file:``, ``data:``, ``blob:`` and ``about:`` URLs are
+allowed, anything else is aborted and recorded in a :class:`RequestLog`.
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import shutil
+import socket
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HTML = ROOT / "_build" / "html"
+ARTIFACTS = ROOT / "artifacts"
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+LOCAL_SCHEMES = {"file", "data", "blob", "about", "chrome-error"}
+LOCAL_HOSTS = {"127.0.0.1"}
+
+sys.path.insert(0, str(ROOT / "scripts"))
+
+
+def require_browser() -> bool:
+    return os.environ.get("TRANSFORMER_LAB_REQUIRE_BROWSER", "") not in ("", "0")
+
+
+def missing(reason: str):
+    """Skip (a reader's laptop) or fail (CI, TRANSFORMER_LAB_REQUIRE_BROWSER=1)."""
+    if require_browser():
+        pytest.fail(f"{reason} (TRANSFORMER_LAB_REQUIRE_BROWSER is set)", pytrace=False)
+    pytest.skip(reason)
+
+
+def chromium_path() -> str | None:
+    """Debian's Chromium, or the browser named by TRANSFORMER_LAB_CHROMIUM when it is set."""
+    chosen = os.environ.get("TRANSFORMER_LAB_CHROMIUM")
+    candidates = [chosen] if chosen else ["/usr/bin/chromium", shutil.which("chromium")]
+    for candidate in candidates:
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None
+
+
+def is_local(url: str) -> bool:
+    parsed = urlparse(url)
+    if parsed.scheme in LOCAL_SCHEMES:
+        return True
+    return parsed.scheme in ("http", "https", "ws", "wss") and parsed.hostname in LOCAL_HOSTS
+
+
+class RequestLog:
+    """Every URL the pages of one browser context asked for, in order."""
+
+    def __init__(self):
+        self.urls: list[str] = []
+
+    def external(self) -> list[str]:
+        return [url for url in self.urls if not is_local(url)]
+
+
+class PageProblems:
+    """Console errors and uncaught exceptions of one page."""
+
+    def __init__(self, page):
+        self.errors: list[str] = []
+        page.on(
+            "console",
+            lambda msg: (
+                self.errors.append(f"console.{msg.type}: {msg.text} @ {msg.location}")
+                if msg.type == "error"
+                else None
+            ),
+        )
+        page.on("pageerror", lambda exc: self.errors.append(f"uncaught: {exc}"))
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

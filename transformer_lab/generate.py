@@ -1,0 +1,139 @@
+"""Generating text from a language model, one token at a time.
+
+At each step the model gives logits for the next token; a *decoding rule* turns them into a
+choice:
+
+* greedy: the most likely token (``temperature=0``);
+* temperature ``T``: sample from ``softmax(logits / T)``; ``T < 1`` sharpens the
+  distribution towards greedy, ``T > 1`` flattens it towards uniform;
+* top-k: sample only among the ``k`` most likely tokens, renormalised;
+* top-p (nucleus sampling, Holtzman et al. 2020): sample only from the *smallest* set of
+  most likely tokens whose probabilities add up to at least ``p``, renormalised; the set
+  is small where the model is confident and large where it is not.
+
+The filters compose in the order temperature, top-k, top-p. :func:`generate` runs the loop,
+with or without the model's key/value cache (same tokens either way, the cache only saves
+work), and crops the context to the model's last ``n_ctx`` tokens when it grows longer.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["top_k_filter", "top_p_filter", "next_token_probs", "sample_next", "generate"]
+
+
+def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """Keep the ``k`` largest logits of each row (ties at the k-th value are all kept);
+    set the rest to ``-inf``."""
+    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+        raise ValueError(f"top_k must be a positive int, got {k!r}")
+    k = min(k, logits.shape[-1])
+    kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # [..., 1]
+    return logits.masked_fill(logits < kth, float("-inf"))
+
+
+def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
+    """Keep the smallest set of most likely tokens whose probabilities sum to at least
+    ``p`` (nucleus sampling, Holtzman et al. 2020); set the rest to ``-inf``.
+
+    Tokens are ranked by probability; a token is kept when the probability mass ranked
+    strictly before it is still below ``p``, so the most likely token is always kept.
+    """
+    if not 0.0 < p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got {p!r}")
+    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+    probs = torch.softmax(sorted_logits.float(), dim=-1)  # [..., d_vocab], largest first
+    mass_before = torch.cumsum(probs, dim=-1) - probs  # probability ranked before each token
+    drop_sorted = mass_before >= p
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def next_token_probs(
+    logits: torch.Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+) -> torch.Tensor:
+    """The distribution the sampler draws from, ``[..., d_vocab]``: ``softmax(logits / T)``
+    restricted by top-k and top-p. ``temperature=0`` puts all mass on the argmax."""
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature!r}")
+    logits = logits.float()
+    if temperature == 0:
+        return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()
+    logits = logits / temperature
+    if top_k is not None:
+        logits = top_k_filter(logits, top_k)
+    if top_p is not None:
+        logits = top_p_filter(logits, top_p)
+    return torch.softmax(logits, dim=-1)
+
+
+def sample_next(
+    logits: torch.Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Choose the next token ``[batch]`` from the last position's logits ``[batch, d_vocab]``.
+
+    ``temperature=0`` is greedy decoding (argmax, no randomness). ``generator`` (a CPU
+    ``torch.Generator``) makes the draw reproducible on any device.
+    """
+    if logits.dim() != 2:
+        raise ValueError(f"logits must be [batch, d_vocab], got shape {tuple(logits.shape)}")
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = next_token_probs(logits, temperature, top_k, top_p)
+    return torch.multinomial(probs.cpu(), 1, generator=generator).squeeze(-1).to(logits.device)
+
+
+@torch.no_grad()
+def generate(
+    model: nn.Module,
+    idx: torch.Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    *,
+    use_cache: bool | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Extend ``idx [batch, pos]`` by ``max_new_tokens`` tokens and return ``[batch,
+    pos + max_new_tokens]``.
+
+    The model must map ``[batch, pos]`` ids to ``[batch, pos, d_vocab]`` logits. When it
+    has a ``config.n_ctx`` the context is cropped to its last ``n_ctx`` tokens. The
+    key/value cache needs ``model.new_cache()`` and ``kv_cache=``
+    (:class:`~transformer_lab.models.gpt.GPT` has both); ``use_cache=None`` uses it when
+    the model has it. With the cache each step feeds only the newest token; once the
+    sequence outgrows ``n_ctx`` the window slides and every step recomputes the last
+    ``n_ctx`` tokens, exactly as without the cache.
+    """
+    if idx.dim() != 2 or idx.shape[1] == 0:
+        raise ValueError(f"idx must be [batch, pos] with pos >= 1, got shape {tuple(idx.shape)}")
+    if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
+    n_ctx = getattr(getattr(model, "config", None), "n_ctx", None) or idx.shape[1] + max_new_tokens
+    has_cache = hasattr(model, "new_cache")
+    if use_cache and not has_cache:
+        raise ValueError(f"{type(model).__name__} has no key/value cache (no new_cache method)")
+    was_training = model.training
+    model.eval()
+    cache = model.new_cache() if (has_cache if use_cache is None else use_cache) else None
+    fed = 0  # how many tokens of idx the cache holds
+    for _ in range(max_new_tokens):
+        if cache is not None and idx.shape[1] <= n_ctx:
+            logits = model(idx[:, fed:], kv_cache=cache)[:, -1]  # [batch, d_vocab]
+            fed = idx.shape[1]
+        else:
+            logits = model(idx[:, -n_ctx:])[:, -1]  # [batch, d_vocab]
+        next_id = sample_next(logits, temperature, top_k, top_p, generator)  # [batch]
+        idx = torch.cat([idx, next_id[:, None]], dim=1)
+    model.train(was_training)
+    return idx
