@@ -53,14 +53,16 @@ class CheckResult:
         return f"{'✓' if self.passed else '✗'} {self.name}: {self.message}"
 
 
-class _WrongError(Exception):
-    """Raised inside a checker when the reader's answer is wrong; carries the message."""
+class WrongAnswer(Exception):  # noqa: N818 (a verdict, not a failure of the program)
+    """Raised inside a checker's body when the reader's answer is wrong; carries the message."""
 
 
-def _run(name: str, body: Callable[[], str], strict: bool, verbose: bool) -> CheckResult:
+def run_check(name: str, body: Callable[[], str], strict: bool, verbose: bool) -> CheckResult:
+    """Run a checker's ``body`` (returns the message of a pass, raises :class:`WrongAnswer`
+    with the message of a failure), print the verdict if ``verbose``, raise if ``strict``."""
     try:
         result = CheckResult(name, True, body())
-    except _WrongError as wrong:
+    except WrongAnswer as wrong:
         result = CheckResult(name, False, str(wrong))
     if verbose:
         print(result)
@@ -79,7 +81,7 @@ def _call(fn, args: tuple, describe: str, batched: bool, passed_unbatched: bool)
     try:
         out = fn(*copies)
     except NotImplementedError:
-        raise _WrongError(
+        raise WrongAnswer(
             "your function is not written yet (it raised NotImplementedError)."
         ) from None
     except Exception as err:  # the reader's bug, reported in words
@@ -89,12 +91,12 @@ def _call(fn, args: tuple, describe: str, batched: bool, passed_unbatched: bool)
                 " It worked on inputs without batch dimensions, so look for something that only "
                 "holds in 2-d: use k.transpose(-2, -1) (not k.T) and q.shape[-1] (not q.shape[1])."
             )
-        raise _WrongError(
+        raise WrongAnswer(
             f"your function raised {type(err).__name__}: {err} (inputs: {describe}).{hint}"
         ) from None
     for name, a, c in zip(("1st", "2nd", "3rd", "4th"), args, copies, strict=False):
         if isinstance(a, torch.Tensor) and not torch.equal(a, c):
-            raise _WrongError(
+            raise WrongAnswer(
                 f"your function changed its {name} argument in place; work on a copy."
             )
     return out
@@ -108,12 +110,12 @@ def _need_tensor(out, what: str = "a tensor") -> torch.Tensor:
                 " (the package's scaled_dot_product_attention returns (output, weights); "
                 "yours should not)"
             )
-        raise _WrongError(
+        raise WrongAnswer(
             f"your function returned a tuple of {len(out)} items; it should return only "
             f"{what}{note}."
         )
     if not isinstance(out, torch.Tensor):
-        raise _WrongError(f"your function returned {type(out).__name__}, expected {what}.")
+        raise WrongAnswer(f"your function returned {type(out).__name__}, expected {what}.")
     return out
 
 
@@ -135,28 +137,28 @@ def _largest_difference(got: torch.Tensor, want: torch.Tensor) -> str:
 
 
 def _compare(out, want, describe: str, variants=(), row_sums: bool = False) -> None:
-    """Raise ``_WrongError`` naming the first matching mistake when ``out`` is not ``want``.
+    """Raise ``WrongAnswer`` naming the first matching mistake when ``out`` is not ``want``.
 
     ``variants`` holds (message, what that mistake computes) pairs, or is a function that
     returns them (called only for a wrong answer, so a right one is checked quickly).
     """
     if _shape(out) != _shape(want):
-        raise _WrongError(
+        raise WrongAnswer(
             f"wrong output shape: expected {_shape(want)}, got {_shape(out)} ({describe})."
         )
     if not out.is_floating_point():
-        raise _WrongError(f"your function returned dtype {out.dtype}; expected floating point.")
+        raise WrongAnswer(f"your function returned dtype {out.dtype}; expected floating point.")
     if _close(out, want):
         return
     for message, model in variants() if callable(variants) else variants:
         if model is not None and _close(out, model, equal_nan=True):
-            raise _WrongError(f"{message} ({describe}).")
+            raise WrongAnswer(f"{message} ({describe}).")
     if not out.any() and want.any():
-        raise _WrongError(
+        raise WrongAnswer(
             f"your function returns all zeros ({describe}); is it still a placeholder?"
         )
     if torch.isnan(out).any() and not torch.isnan(want).any():
-        raise _WrongError(f"the output contains NaN where the reference has none ({describe}).")
+        raise WrongAnswer(f"the output contains NaN where the reference has none ({describe}).")
     message = f"values differ from the reference ({describe}): {_largest_difference(out, want)}."
     if row_sums:
         sums = out.detach().double().sum(-1)
@@ -165,7 +167,7 @@ def _compare(out, want, describe: str, variants=(), row_sums: bool = False) -> N
                 f" Rows should sum to one but yours sum to between {float(sums.min()):.3g} and "
                 f"{float(sums.max()):.3g}: apply softmax over the keys, dim=-1."
             )
-    raise _WrongError(message)
+    raise WrongAnswer(message)
 
 
 # --- Random inputs ----------------------------------------------------------------------
@@ -315,17 +317,17 @@ def check_one_hot(fn, *, strict: bool = False, verbose: bool = True, seed: int =
             out = _need_tensor(_call(fn, (idx, V), describe, len(shape) > 1, True))
             want = F.one_hot(idx, V).float()
             if _shape(out) == (*shape, int(idx.max()) + 1) and int(idx.max()) + 1 < V:
-                raise _WrongError(
+                raise WrongAnswer(
                     f"the vectors have length max(index) + 1 = {int(idx.max()) + 1}, not "
                     f"vocab_size={V}; with F.one_hot pass num_classes=vocab_size ({describe})."
                 )
             if _shape(out) == (V, *shape):
-                raise _WrongError(
+                raise WrongAnswer(
                     f"expected shape {_shape(want)}, got {_shape(out)}: one row per word, "
                     "the vocabulary along the last axis."
                 )
             if _shape(out) == _shape(want) and not out.is_floating_point():
-                raise _WrongError(
+                raise WrongAnswer(
                     f"your vectors have dtype {out.dtype}; make them float (e.g. .float()) so "
                     "they can multiply the float embedding matrix E."
                 )
@@ -336,7 +338,7 @@ def check_one_hot(fn, *, strict: bool = False, verbose: bool = True, seed: int =
             _compare(out, want, describe, shifted)
         return "correct on 3 random inputs (shapes (6,), (2, 5) and (3, 1, 4))."
 
-    return _run("check_one_hot", body, strict, verbose)
+    return run_check("check_one_hot", body, strict, verbose)
 
 
 def check_embedding_lookup(
@@ -357,12 +359,12 @@ def check_embedding_lookup(
             out = _need_tensor(_call(fn, (idx, E), describe, len(shape) > 1, True))
             want = E[idx]
             if _shape(out) == (*shape, V):
-                raise _WrongError(
+                raise WrongAnswer(
                     f"the output has length |V|={V} per token: that is the one-hot vector; "
                     "multiply it by E (or index E's rows) to get the embedding."
                 )
             if _shape(out) == (d, *shape):
-                raise _WrongError(
+                raise WrongAnswer(
                     f"expected shape {_shape(want)}, got {_shape(out)}: the embeddings came out "
                     "as columns; each token's embedding is a row of E, E[indices]."
                 )
@@ -373,7 +375,7 @@ def check_embedding_lookup(
             _compare(out, want, describe, shifted)
         return "correct on 3 random inputs, batch dimensions included."
 
-    return _run("check_embedding_lookup", body, strict, verbose)
+    return run_check("check_embedding_lookup", body, strict, verbose)
 
 
 def check_cosine_similarity(
@@ -407,7 +409,7 @@ def check_cosine_similarity(
             _compare(out, want, describe, mistakes)
         return "correct on 3 random inputs, batch dimensions included."
 
-    return _run("check_cosine_similarity", body, strict, verbose)
+    return run_check("check_cosine_similarity", body, strict, verbose)
 
 
 # --- Checkers for attention (chapters 4, 5, 6) -------------------------------------------
@@ -434,18 +436,18 @@ def check_attention_weights(
             _compare(out, want, describe, partial(_weight_mistakes, q, k), row_sums=True)
         return f"correct on {len(cases)} random inputs, batch dimensions included."
 
-    return _run("check_attention_weights", body, strict, verbose)
+    return run_check("check_attention_weights", body, strict, verbose)
 
 
 def _check_output_shape(out, q, k, v, mask, describe):
     want = scaled_dot_product_attention(q, k, v, mask)[0]
     weights = _weights(q, k, mask)
     if _shape(out) == _shape(weights) and _close(out, weights, equal_nan=True):
-        raise _WrongError(
+        raise WrongAnswer(
             f"you returned the attention weights; the output is weights @ v ({describe})."
         )
     if _shape(out) == (*q.shape[:-2], v.shape[-1], q.shape[-2]):
-        raise _WrongError(
+        raise WrongAnswer(
             f"expected shape {_shape(want)} (query_pos, d_v), got {_shape(out)}: it is transposed; "
             f"compute weights @ v ({describe})."
         )
@@ -475,7 +477,7 @@ def check_attention(
             _compare(out, want, describe, partial(_attention_mistakes, q, k, v))
         return f"correct on {len(cases)} random inputs, batch dimensions included."
 
-    return _run("check_attention", body, strict, verbose)
+    return run_check("check_attention", body, strict, verbose)
 
 
 def check_masked_attention(
@@ -514,7 +516,7 @@ def check_masked_attention(
         note = _probe_fully_masked(fn, gen, fully_masked_rows)
         return f"correct on {len(cases)} random inputs and on float16 inputs.{note}"
 
-    return _run("check_masked_attention", body, strict, verbose)
+    return run_check("check_masked_attention", body, strict, verbose)
 
 
 def _probe_float16(fn, gen) -> None:
@@ -526,7 +528,7 @@ def _probe_float16(fn, gen) -> None:
         out = fn(q, k, v, mask)
     except Exception as err:
         if "overflow" in str(err):
-            raise _WrongError(
+            raise WrongAnswer(
                 "your function fails on float16 inputs because a large finite fill such as -1e9 "
                 "does not fit in float16 (its largest magnitude is 65504); fill with "
                 f"float('-inf') instead. The error was: {err}"
@@ -534,7 +536,7 @@ def _probe_float16(fn, gen) -> None:
         return  # other float16 limitations (old CPU kernels) are not the reader's mistake
     out = _need_tensor(out, "the output")
     if out.is_floating_point() and not torch.isfinite(out).all():
-        raise _WrongError(f"your function gives NaN or inf on {describe}.")
+        raise WrongAnswer(f"your function gives NaN or inf on {describe}.")
 
 
 def _probe_fully_masked(fn, gen, required: bool) -> str:
@@ -550,7 +552,7 @@ def _probe_fully_masked(fn, gen, required: bool) -> str:
         what = f"raised {type(out).__name__}: {out}" if isinstance(out, Exception) else "failed"
         message = f"for a query whose keys are all masked your function {what}."
         if required:
-            raise _WrongError(message)
+            raise WrongAnswer(message)
         return " Note: " + message
     row = out[2].detach().double()
     if torch.allclose(row, torch.zeros(3, dtype=torch.float64), atol=ATOL):
@@ -569,7 +571,7 @@ def _probe_fully_masked(fn, gen, required: bool) -> str:
         "returns zeros there (see attention_weights)."
     )
     if required:
-        raise _WrongError(message[0].upper() + message[1:])
+        raise WrongAnswer(message[0].upper() + message[1:])
     return " Note: " + message
 
 
@@ -578,7 +580,7 @@ def _probe_fully_masked(fn, gen, required: bool) -> str:
 
 def _check_mask_values(out, want, describe: str, mistakes) -> None:
     if _shape(out) != _shape(want):
-        raise _WrongError(
+        raise WrongAnswer(
             f"wrong mask shape: expected {_shape(want)}, got {_shape(out)} ({describe})."
         )
     if out.dtype != torch.bool:
@@ -586,20 +588,20 @@ def _check_mask_values(out, want, describe: str, mistakes) -> None:
         as_bool = out == 0 if additive else out != 0
         extra = " (an additive 0 / -inf mask)" if additive else ""
         if torch.equal(as_bool, want):
-            raise _WrongError(
+            raise WrongAnswer(
                 f"the pattern is right but the mask has dtype {out.dtype}{extra}; this book's "
                 "masks are bool with True = may attend."
             )
-        raise _WrongError(
+        raise WrongAnswer(
             f"the mask must be bool with True = may attend, got dtype {out.dtype}{extra}."
         )
     if torch.equal(out, want):
         return
     for message, model in mistakes:
         if torch.equal(out, model):
-            raise _WrongError(f"{message} ({describe}).")
+            raise WrongAnswer(f"{message} ({describe}).")
     wrong = (out != want).nonzero()[0].tolist()
-    raise _WrongError(
+    raise WrongAnswer(
         f"the mask differs from the reference at index {tuple(wrong)} ({describe}): "
         f"got {bool(out[tuple(wrong)])}, expected {bool(want[tuple(wrong)])}."
     )
@@ -629,7 +631,7 @@ def check_causal_mask(fn, *, strict: bool = False, verbose: bool = True) -> Chec
             _check_mask_values(out, want, f"n={n}", mistakes)
         return "correct for n = 5, 8, 1 and 2."
 
-    return _run("check_causal_mask", body, strict, verbose)
+    return run_check("check_causal_mask", body, strict, verbose)
 
 
 def check_padding_mask(fn, *, strict: bool = False, verbose: bool = True) -> CheckResult:
@@ -650,14 +652,14 @@ def check_padding_mask(fn, *, strict: bool = False, verbose: bool = True) -> Che
             )
             want = padding_mask(lengths, max_len)
             if _shape(out) == (len(lengths), max_len) and torch.equal(out, want[:, 0, 0]):
-                raise _WrongError(
+                raise WrongAnswer(
                     f"the values are right but the shape is {_shape(out)}; add the head and query "
                     "axes, mask[:, None, None, :], so it broadcasts to [batch, n_heads, query_pos, "
                     "key_pos]."
                 )
             longest = int(lengths.max())
             if _shape(out) == (len(lengths), 1, 1, longest) and max_len > longest:
-                raise _WrongError(
+                raise WrongAnswer(
                     f"the mask has the length of the longest sequence, not max_len={max_len}."
                 )
             positions = torch.arange(max_len)
@@ -680,4 +682,4 @@ def check_padding_mask(fn, *, strict: bool = False, verbose: bool = True) -> Che
             _check_mask_values(out, want, describe, mistakes)
         return "correct on 3 batches of different lengths."
 
-    return _run("check_padding_mask", body, strict, verbose)
+    return run_check("check_padding_mask", body, strict, verbose)

@@ -10,11 +10,12 @@ prints the verdict and returns a :class:`~transformer_lab.exercises.CheckResult`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import torch
 
 from .exercises import CheckResult
+from .exercises import WrongAnswer as _WrongAnswerError
+from .exercises import run_check as _run
 from .positional import sinusoidal_encoding
 
 __all__ = [
@@ -30,22 +31,6 @@ __all__ = [
 ]
 
 RTOL, ATOL = 1e-4, 1e-5  # float32; the reader may compute in another order
-
-
-class _WrongAnswerError(Exception):
-    """Raised inside a checker when the reader's answer is wrong; carries the message."""
-
-
-def _run(name: str, body: Callable[[], str], strict: bool, verbose: bool) -> CheckResult:
-    try:
-        result = CheckResult(name, True, body())
-    except _WrongAnswerError as wrong:
-        result = CheckResult(name, False, str(wrong))
-    if verbose:
-        print(result)
-    if strict and not result.passed:
-        raise AssertionError(result.message)
-    return result
 
 
 def _call(fn, args: tuple, describe: str):
