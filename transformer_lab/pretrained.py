@@ -238,7 +238,10 @@ class WordPieceTokenizer:
         backend.pre_tokenizer = tk.pre_tokenizers.BertPreTokenizer()
         backend.decoder = tk.decoders.WordPiece()
         trainer = tk.trainers.WordPieceTrainer(
-            vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=list(SPECIAL_TOKENS)
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=list(SPECIAL_TOKENS),
+            show_progress=False,
         )
         backend.train_from_iterator(texts, trainer)
         cls_id, sep_id = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")

@@ -1,0 +1,128 @@
+"""Head measurements and the BertViz-like views of chapter 12."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from transformer_lab.bertviz import (
+    PATTERN_KINDS,
+    AttentionBrowser,
+    head_pattern_scores,
+    head_view,
+    model_view,
+    stack_attentions,
+    top_heads,
+)
+from transformer_lab.models.bert import BertConfig, BertModel
+from transformer_lab.pretrained import WordPieceTokenizer
+
+TOKENS = ["[CLS]", "the", "cat", "saw", "the", "dog", "##gy", "[SEP]"]
+
+
+def _shifted(n: int, k: int) -> np.ndarray:
+    """A pattern where query i attends fully to key i+k (clipped at the ends)."""
+    A = np.zeros((n, n))
+    for i in range(n):
+        A[i, min(max(i + k, 0), n - 1)] = 1.0
+    return A
+
+
+def _attn(n_layers=2, n_heads=3):
+    n = len(TOKENS)
+    rng = np.random.default_rng(0)
+    A = rng.random((n_layers, n_heads, n, n))
+    A /= A.sum(-1, keepdims=True)
+    A[0, 0] = _shifted(n, -1)  # a previous-token head
+    A[0, 1] = _shifted(n, 1)  # a next-token head
+    A[1, 0] = 0.0
+    A[1, 0, :, -1] = 1.0  # everything on [SEP]
+    return A
+
+
+def test_stack_attentions_shapes_and_errors():
+    per_layer = [torch.rand(2, 3, 5, 5) for _ in range(4)]
+    stacked = stack_attentions(per_layer, index=1)
+    assert stacked.shape == (4, 3, 5, 5)
+    np.testing.assert_allclose(stacked[2], per_layer[2][1].numpy(), rtol=0, atol=1e-7)
+    assert stack_attentions(torch.rand(4, 3, 5, 5)).shape == (4, 3, 5, 5)
+    with pytest.raises(ValueError, match="pos, pos"):
+        stack_attentions([torch.rand(3, 5, 4)])
+    with pytest.raises(ValueError, match="empty"):
+        stack_attentions([])
+
+
+def test_pattern_scores_find_the_planted_heads():
+    A = _attn()
+    scores = head_pattern_scores(A, TOKENS)
+    assert set(scores) == set(PATTERN_KINDS)
+    assert all(s.shape == (2, 3) for s in scores.values())
+    assert scores["previous token"][0, 0] == pytest.approx(1.0)
+    assert scores["next token"][0, 1] == pytest.approx(1.0)
+    assert scores["[SEP]"][1, 0] == pytest.approx(1.0)
+    assert top_heads(scores["previous token"], 1)[0][:2] == (0, 0)
+    assert top_heads(scores["[SEP]"], 1)[0][:2] == (1, 0)
+    # a next-token head (whose last query attends to itself) gives the previous token nothing
+    assert scores["previous token"][0, 1] == 0.0
+    assert scores["itself"][0, 1] == pytest.approx(1 / len(TOKENS))
+
+
+def test_same_word_counts_repeats_and_pieces():
+    n = len(TOKENS)
+    A = np.zeros((1, 1, n, n))
+    A[0, 0, 1, 4] = A[0, 0, 4, 1] = 1.0  # "the" <-> "the"
+    A[0, 0, 5, 6] = A[0, 0, 6, 5] = 1.0  # "dog" <-> "##gy": one word
+    for i in (0, 2, 3, 7):
+        A[0, 0, i, i] = 1.0
+    scores = head_pattern_scores(A, TOKENS)
+    assert scores["same word"][0, 0] == pytest.approx(1.0)
+    assert scores["itself"][0, 0] == pytest.approx(4 / n)
+    no_repeat = head_pattern_scores(A[..., :4, :4], TOKENS[:4])
+    assert np.isnan(no_repeat["same word"]).all()
+    assert np.isnan(no_repeat["[SEP]"]).all()
+    with pytest.raises(ValueError, match="tokens"):
+        head_pattern_scores(A, TOKENS[:3])
+
+
+def test_head_view_holds_every_head_of_every_layer():
+    A = _attn()
+    fig = head_view(A, TOKENS, layer=1)
+    steps = fig.layout.sliders[0].steps
+    assert len(steps) == 3  # heads
+    buttons = fig.layout.updatemenus[0].buttons
+    assert [b.label for b in buttons] == ["layer 1", "layer 0"]
+    # slider step 0 restyles the first trace (layer 1's group) to layer 1, head 0
+    np.testing.assert_allclose(np.array(steps[0].args[0]["z"][0], float), A[1, 0], atol=1e-5)
+    np.testing.assert_allclose(np.array(steps[2].args[0]["z"][1], float), A[0, 2], atol=1e-5)
+    with pytest.raises(ValueError, match="layer"):
+        head_view(A, TOKENS, layer=5)
+    with pytest.raises(ValueError, match="head"):
+        head_view(A, TOKENS, head=3)
+    shown = head_view(A, TOKENS, layer=1, head=2)
+    assert shown.layout.sliders[0].active == 2
+    np.testing.assert_allclose(np.array(shown.data[0].z, float), A[1, 2], atol=1e-5)
+
+
+def test_model_view_has_one_panel_per_head():
+    A = _attn()
+    fig = model_view(A, TOKENS)
+    assert len(fig.data) == 6
+    np.testing.assert_allclose(np.array(fig.data[4].z, float), A[1, 1], atol=1e-3)
+    assert fig.data[4].name == "layer 1, head 1"
+    assert "the → cat" in fig.data[0].text[1][2]
+
+
+def test_attention_browser_reruns_and_redraws():
+    tok = WordPieceTokenizer.train(["the cat saw the dog", "a dog saw a cat"] * 5, 40)
+    torch.manual_seed(0)
+    model = BertModel(BertConfig(d_vocab=tok.vocab_size, d_model=8, n_heads=2, d_mlp=16)).eval()
+    app = AttentionBrowser(model, tok, "the cat saw the dog")
+    assert app.result["attentions"].shape == (2, 2, 7, 7)
+    first = app.picture.value
+    app.head.value = 1
+    assert app.picture.value != first and "head 1" in app.picture.value
+    app.view.value = "model view"
+    assert app.picture.value.count("<svg") == 4
+    app.sentence.value = "a dog"
+    assert app.result["tokens"] == ["[CLS]", "a", "dog", "[SEP]"]

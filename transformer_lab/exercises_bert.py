@@ -1,0 +1,131 @@
+"""Exercise checkers for the BERT chapter (12): a head's previous-token score, and mean
+pooling over real tokens.
+
+Like :mod:`transformer_lab.exercises`, each ``check_*`` calls the reader's ``fn`` on seeded
+inputs, compares it with the package, names the usual mistake when it recognises one,
+prints the verdict and returns a :class:`~transformer_lab.exercises.CheckResult` (raising
+``AssertionError`` only with ``strict=True``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .exercises import CheckResult
+from .exercises import WrongAnswer as _WrongAnswerError
+from .exercises import run_check as _run
+from .pretrained import mean_pool
+
+__all__ = ["previous_token_score", "check_previous_token_score", "check_mean_pool"]
+
+RTOL, ATOL = 1e-4, 1e-5  # float32; the reader may sum in another order
+
+
+def previous_token_score(pattern: torch.Tensor) -> torch.Tensor:
+    """``[n_heads, pos, pos]`` attention -> ``[n_heads]``: the average weight a query
+    ``i >= 1`` gives to key ``i - 1``."""
+    return pattern.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)
+
+
+def _call(fn, args: tuple, describe: str) -> torch.Tensor:
+    copies = tuple(a.clone() for a in args)
+    try:
+        out = fn(*copies)
+    except Exception as err:  # the reader's bug, reported in words
+        raise _WrongAnswerError(
+            f"your function raised {type(err).__name__}: {err} ({describe})."
+        ) from None
+    for a, c in zip(args, copies, strict=True):
+        if not torch.equal(a, c):
+            raise _WrongAnswerError(f"your function changed its input in place ({describe}).")
+    if not isinstance(out, torch.Tensor):
+        raise _WrongAnswerError(f"your function returned {type(out).__name__}, expected a tensor.")
+    return out
+
+
+def _compare(out: torch.Tensor, want: torch.Tensor, describe: str, mistakes) -> None:
+    def close(a, b):
+        return (
+            a.shape == b.shape
+            and a.is_floating_point()
+            and torch.allclose(a.detach().double(), b.double(), rtol=RTOL, atol=ATOL)
+        )
+
+    if close(out, want):
+        return
+    for message, model in mistakes:
+        if close(out, model):
+            raise _WrongAnswerError(f"{message} ({describe})")
+    if out.shape != want.shape:
+        raise _WrongAnswerError(
+            f"wrong shape: expected {tuple(want.shape)}, got {tuple(out.shape)} ({describe})."
+        )
+    diff = (out.detach().double() - want.double()).abs().max().item()
+    raise _WrongAnswerError(f"wrong values: largest difference {diff:.3g} ({describe}).")
+
+
+def _random_pattern(gen: torch.Generator, n_heads: int, pos: int) -> torch.Tensor:
+    scores = torch.randn(n_heads, pos, pos, generator=gen) * 2
+    return torch.softmax(scores, dim=-1)  # [n_heads, query_pos, key_pos], rows sum to 1
+
+
+def check_previous_token_score(
+    fn, *, strict: bool = False, verbose: bool = True, seed: int = 0
+) -> CheckResult:
+    """``fn(pattern [n_heads, pos, pos]) -> [n_heads]``: the average, over queries
+    ``i = 1 .. pos-1``, of the weight on key ``i - 1``."""
+
+    def body():
+        gen = torch.Generator().manual_seed(seed)
+        for n_heads, pos in ((12, 9), (1, 2), (4, 15)):
+            pattern = _random_pattern(gen, n_heads, pos)
+            describe = f"pattern of shape {tuple(pattern.shape)}"
+            out = _call(fn, (pattern,), describe)
+            sub = pattern.diagonal(offset=-1, dim1=-2, dim2=-1)  # [n_heads, pos - 1]
+            mistakes = [
+                (
+                    "you read the weight on the NEXT token (key i+1); the previous token of "
+                    "query i is key i-1, below the diagonal",
+                    pattern.diagonal(offset=1, dim1=-2, dim2=-1).mean(-1),
+                ),
+                (
+                    "you divided by pos; only pos-1 queries have a previous token",
+                    sub.sum(-1) / pos,
+                ),
+                ("you summed the weights; take their mean", sub.sum(-1)),
+                ("you read the diagonal (each token's weight on itself)", pattern.diagonal(
+                    dim1=-2, dim2=-1).mean(-1)),
+                ("you averaged over heads instead of over queries", sub.mean(0)),
+            ]  # fmt: skip
+            _compare(out, previous_token_score(pattern), describe, mistakes)
+        return "right for 12, 1 and 4 heads, including a 2-token sequence."
+
+    return _run("previous_token_score", body, strict, verbose)
+
+
+def check_mean_pool(
+    fn, *, strict: bool = False, verbose: bool = True, seed: int = 0
+) -> CheckResult:
+    """``fn(last_hidden_state [batch, pos, d_model], attention_mask [batch, pos]) ->
+    [batch, d_model]``: the mean of each sequence's vectors over its real tokens."""
+
+    def body():
+        gen = torch.Generator().manual_seed(seed)
+        hidden = torch.randn(3, 6, 5, generator=gen)
+        mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]])
+        describe = "3 sequences of 6, 3 and 1 real tokens, d_model = 5"
+        out = _call(fn, (hidden, mask), describe)
+        m = mask[..., None].float()
+        mistakes = [
+            ("you averaged over padding too; weight each position by its mask", hidden.mean(1)),
+            (
+                "you zeroed the padding but divided by pos; divide by the number of real tokens",
+                (hidden * m).sum(1) / hidden.shape[1],
+            ),
+            ("you summed the real tokens; divide by how many there are", (hidden * m).sum(1)),
+            ("you took the [CLS] vector (position 0), not the mean", hidden[:, 0]),
+        ]
+        _compare(out, mean_pool(hidden, mask), describe, mistakes)
+        return "right, padding ignored."
+
+    return _run("mean_pool", body, strict, verbose)
