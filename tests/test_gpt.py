@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from transformer_lab import run_with_cache
 from transformer_lab.generate import generate
+from transformer_lab.layers import LayerNorm
 from transformer_lab.models import GPT, GPTConfig
 from transformer_lab.models.gpt import evaluate_lm, lm_loss
 
@@ -46,6 +47,18 @@ def test_config_defaults_and_frozen():
     assert c.mlp_width == 4 * c.d_model and c.d_head == c.d_model // c.n_heads
     with pytest.raises(AttributeError):
         c.d_model = 3  # frozen
+
+
+def test_fused_norm_gives_the_same_logits_as_the_written_out_norm():
+    fused = small_gpt()
+    written = GPT(GPTConfig(**{**SMALL, "fused_norm": False})).eval()
+    written.load_state_dict(fused.state_dict())
+    assert all(m.fused for m in fused.modules() if isinstance(m, LayerNorm))
+    assert not any(m.fused for m in written.modules() if isinstance(m, LayerNorm))
+    idx = torch.randint(31, (2, 9))
+    torch.testing.assert_close(fused(idx), written(idx), atol=1e-5, rtol=1e-5)
+    with pytest.raises(TypeError, match="fused_norm"):
+        GPTConfig(**{**SMALL, "fused_norm": 1})
 
 
 def test_logits_shape_and_bad_inputs():

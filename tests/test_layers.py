@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from transformer_lab.layers import FeedForward, LayerNorm, MultiHeadAttention
+from transformer_lab.layers import FeedForward, LayerNorm, MultiHeadAttention, affine
 from transformer_lab.masks import causal_mask, combine_masks, from_torch_mask, to_torch_mask
 
 F32 = dict(atol=1e-5, rtol=1e-5)
@@ -42,6 +42,61 @@ def test_layer_norm_matches_torch(shape):
     torch.testing.assert_close(x.grad, x2.grad, **F32)
     torch.testing.assert_close(ours.gain.grad, theirs.weight.grad, **F32)
     torch.testing.assert_close(ours.bias.grad, theirs.bias.grad, **F32)
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 16), (4, 9)], ids=str)
+def test_fused_layer_norm_equals_the_written_out_one(shape):
+    torch.manual_seed(1)
+    written = LayerNorm(shape[-1], eps=1e-3)
+    with torch.no_grad():
+        written.gain.normal_()
+        written.bias.normal_()
+    fused = LayerNorm(shape[-1], eps=1e-3, fused=True)
+    fused.load_state_dict(written.state_dict())
+    x = (torch.randn(shape) * 2 - 1).requires_grad_()
+    x2 = x.detach().clone().requires_grad_()
+    out, ref = fused(x), written(x2)
+    torch.testing.assert_close(out, ref, **F32)
+    grad = torch.randn_like(ref)
+    (out * grad).sum().backward()
+    (ref * grad).sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad, **F32)
+    torch.testing.assert_close(fused.gain.grad, written.gain.grad, **F32)
+    with pytest.raises(ValueError, match="d_model"):
+        fused(torch.randn(2, shape[-1] + 1))
+
+
+def test_affine_is_x_times_w_plus_b():
+    torch.manual_seed(2)
+    x, W, b = torch.randn(3, 4, 5), torch.randn(5, 7), torch.randn(7)
+    torch.testing.assert_close(affine(x, W, b), x @ W + b, **F32)
+    torch.testing.assert_close(affine(x, W), x @ W, **F32)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_self_attention_fused_qkv_equals_three_projections(bias):
+    """Self-attention computes Q, K, V in one product; passing equal copies as key and
+    value takes the path with three products. Both must agree, gradients included."""
+    torch.manual_seed(3)
+    mha = MultiHeadAttention(16, 4, bias=bias)
+    if bias:
+        with torch.no_grad():
+            for b in (mha.b_Q, mha.b_K, mha.b_V):
+                b.normal_()
+    x = torch.randn(2, 6, 16, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    mask = causal_mask(6)
+    out, w = mha(x, mask=mask)
+    ref, w_ref = mha(x2, x2.clone(), x2.clone(), mask=mask)
+    torch.testing.assert_close(out, ref, **F32)
+    torch.testing.assert_close(w, w_ref, **F32)
+    out.sum().backward()
+    grads = [p.grad.clone() for p in (mha.W_Q, mha.W_K, mha.W_V)]
+    mha.zero_grad()
+    ref.sum().backward()
+    for g, p in zip(grads, (mha.W_Q, mha.W_K, mha.W_V), strict=True):
+        torch.testing.assert_close(g, p.grad, **F32)
+    torch.testing.assert_close(x.grad, x2.grad, **F32)
 
 
 def test_layer_norm_is_a_z_score_then_gain_and_bias():

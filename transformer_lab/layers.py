@@ -10,27 +10,41 @@ from .attention import scaled_dot_product_attention
 from .hooks import Hook
 from .masks import check_mask
 
-__all__ = ["LayerNorm", "FeedForward", "MultiHeadAttention", "ACTIVATIONS"]
+__all__ = ["LayerNorm", "FeedForward", "MultiHeadAttention", "ACTIVATIONS", "affine"]
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
+
+
+def affine(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+    """``x @ W + b`` for ``x [..., d_in]``, ``W [d_in, d_out]``: the book's layout
+    (``Q = X W_Q``). One fused matrix-multiply-and-add (``F.linear`` takes the transposed
+    weight of ``nn.Linear``), cheaper than a product and a separate addition."""
+    return F.linear(x, W.T, b)
 
 
 class LayerNorm(nn.Module):
     """Layer norm written out: a z-score over each token's ``d_model`` features, then a
     learned gain and bias (Ba et al. 2016). ``sigma`` is the biased standard deviation,
-    with ``eps`` inside the square root, as in ``nn.LayerNorm``."""
+    with ``eps`` inside the square root, as in ``nn.LayerNorm``.
 
-    def __init__(self, d_model: int, eps: float = 1e-5):
+    ``fused=True`` computes the same function with PyTorch's one-kernel
+    ``F.layer_norm`` (equal to the written-out version to float rounding, as the tests
+    check); models that train for long, such as the GPT, switch it on for speed."""
+
+    def __init__(self, d_model: int, eps: float = 1e-5, fused: bool = False):
         super().__init__()
         if d_model <= 0:
             raise ValueError(f"d_model must be positive, got {d_model}")
         self.eps = eps
+        self.fused = fused
         self.gain = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.gain.shape[0]:
             raise ValueError(f"LayerNorm expects d_model={self.gain.shape[0]}, got {x.shape[-1]}")
+        if self.fused:
+            return F.layer_norm(x, self.gain.shape, self.gain, self.bias, self.eps)
         mu = x.mean(dim=-1, keepdim=True)  # [..., 1]
         centered = x - mu  # [..., d_model]
         # the biased variance as a mean of squares: the number x.var(unbiased=False) gives,
@@ -72,8 +86,9 @@ class FeedForward(nn.Module):
         self.hidden = Hook()
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        hidden = self.hidden(ACTIVATIONS[self.activation](h @ self.W_1 + self.b_1))  # [..., d_mlp]
-        return self.dropout(hidden) @ self.W_2 + self.b_2  # [..., d_model]
+        pre = affine(h, self.W_1, self.b_1)  # [..., d_mlp]
+        hidden = self.hidden(ACTIVATIONS[self.activation](pre))  # [..., d_mlp]
+        return affine(self.dropout(hidden), self.W_2, self.b_2)  # [..., d_model]
 
     def load_linear(self, linear1: nn.Linear, linear2: nn.Linear) -> FeedForward:
         """Copy weights from two ``nn.Linear`` layers (as in ``nn.TransformerEncoderLayer``)."""
@@ -128,9 +143,19 @@ class MultiHeadAttention(nn.Module):
             setattr(self, name, Hook())
 
     def _project(self, x, W, b):
-        y = x @ W if b is None else x @ W + b  # [batch, pos, d_model]
+        y = affine(x, W, b)  # [batch, pos, d_model]
         batch, pos, _ = y.shape
         return y.view(batch, pos, self.n_heads, self.d_head).transpose(1, 2)
+
+    def _project_qkv(self, x):
+        """``_project`` for W_Q, W_K and W_V at once: one product with the three matrices
+        side by side ``[d_model, 3 d_model]``, then split (the same numbers, fewer calls)."""
+        W = torch.cat([self.W_Q, self.W_K, self.W_V], dim=1)  # [d_model, 3 d_model]
+        b = None if self.b_Q is None else torch.cat([self.b_Q, self.b_K, self.b_V])
+        qkv = affine(x, W, b)  # [batch, pos, 3 d_model]
+        batch, pos, _ = qkv.shape
+        qkv = qkv.view(batch, pos, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
+        return qkv.unbind(0)  # 3 x [batch, n_heads, pos, d_head]
 
     def forward(
         self,
@@ -155,9 +180,13 @@ class MultiHeadAttention(nn.Module):
         self._check(query, key, value)
         if mask is not None:
             check_mask(mask, (query.shape[0], self.n_heads, query.shape[1], key.shape[1]))
-        q = self.q(self._project(query, self.W_Q, self.b_Q))  # [batch, n_heads, query_pos, d_head]
-        k = self.k(self._project(key, self.W_K, self.b_K))  # [batch, n_heads, key_pos, d_head]
-        v = self.v(self._project(value, self.W_V, self.b_V))  # [batch, n_heads, key_pos, d_head]
+        if key is query and value is query:  # self-attention: Q, K, V in one product
+            q, k, v = self._project_qkv(query)
+        else:
+            q = self._project(query, self.W_Q, self.b_Q)  # [batch, n_heads, query_pos, d_head]
+            k = self._project(key, self.W_K, self.b_K)  # [batch, n_heads, key_pos, d_head]
+            v = self._project(value, self.W_V, self.b_V)  # [batch, n_heads, key_pos, d_head]
+        q, k, v = self.q(q), self.k(k), self.v(v)
         want = need_weights or self.pattern.active
         p = self.dropout if self.training else 0.0
         z, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p, need_weights=want)
@@ -166,7 +195,7 @@ class MultiHeadAttention(nn.Module):
         batch, _, query_pos, _ = z.shape
         z = z.transpose(1, 2).reshape(batch, query_pos, self.d_model)  # heads side by side
         z = self.z(z)  # [batch, query_pos, d_model]
-        out = z @ self.W_O if self.b_O is None else z @ self.W_O + self.b_O
+        out = affine(z, self.W_O, self.b_O)  # [batch, query_pos, d_model]
         return self.out(out), (weights if need_weights else None)
 
     def _check(self, query, key, value):
