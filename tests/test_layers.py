@@ -24,6 +24,21 @@ PROPERTY = settings(max_examples=20, deadline=None, database=None)
 # --- LayerNorm ------------------------------------------------------------------------------
 
 
+def assert_same_norm(ours, ref_module, x, param_pairs):
+    """``ours(x)`` equals ``ref_module(x)``, and so do the gradients of a random linear
+    function of the output with respect to ``x`` and to each ``(ours, ref)`` parameter."""
+    x = x.clone().requires_grad_()
+    x2 = x.detach().clone().requires_grad_()
+    out, ref = ours(x), ref_module(x2)
+    torch.testing.assert_close(out, ref, **F32)
+    grad = torch.randn_like(ref)
+    (out * grad).sum().backward()
+    (ref * grad).sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad, **F32)
+    for mine, theirs in param_pairs:
+        torch.testing.assert_close(mine.grad, theirs.grad, **F32)
+
+
 @pytest.mark.parametrize("shape", [(1, 1, 8), (2, 5, 16), (3, 7, 5), (4, 9)], ids=str)
 def test_layer_norm_matches_torch(shape):
     torch.manual_seed(0)
@@ -32,16 +47,8 @@ def test_layer_norm_matches_torch(shape):
         theirs.weight.normal_()
         theirs.bias.normal_()
     ours = LayerNorm.from_torch(theirs)
-    x = (torch.randn(shape) * 3 + 1).requires_grad_()
-    x2 = x.detach().clone().requires_grad_()
-    out, ref = ours(x), theirs(x2)
-    torch.testing.assert_close(out, ref, **F32)
-    grad = torch.randn_like(ref)
-    (out * grad).sum().backward()
-    (ref * grad).sum().backward()
-    torch.testing.assert_close(x.grad, x2.grad, **F32)
-    torch.testing.assert_close(ours.gain.grad, theirs.weight.grad, **F32)
-    torch.testing.assert_close(ours.bias.grad, theirs.bias.grad, **F32)
+    x = torch.randn(shape) * 3 + 1
+    assert_same_norm(ours, theirs, x, [(ours.gain, theirs.weight), (ours.bias, theirs.bias)])
 
 
 @pytest.mark.parametrize("shape", [(2, 5, 16), (4, 9)], ids=str)
@@ -53,15 +60,7 @@ def test_fused_layer_norm_equals_the_written_out_one(shape):
         written.bias.normal_()
     fused = LayerNorm(shape[-1], eps=1e-3, fused=True)
     fused.load_state_dict(written.state_dict())
-    x = (torch.randn(shape) * 2 - 1).requires_grad_()
-    x2 = x.detach().clone().requires_grad_()
-    out, ref = fused(x), written(x2)
-    torch.testing.assert_close(out, ref, **F32)
-    grad = torch.randn_like(ref)
-    (out * grad).sum().backward()
-    (ref * grad).sum().backward()
-    torch.testing.assert_close(x.grad, x2.grad, **F32)
-    torch.testing.assert_close(fused.gain.grad, written.gain.grad, **F32)
+    assert_same_norm(fused, written, torch.randn(shape) * 2 - 1, [(fused.gain, written.gain)])
     with pytest.raises(ValueError, match="d_model"):
         fused(torch.randn(2, shape[-1] + 1))
 

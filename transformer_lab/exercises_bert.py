@@ -14,6 +14,7 @@ import torch
 from .exercises import CheckResult
 from .exercises import WrongAnswer as _WrongAnswerError
 from .exercises import run_check as _run
+from .exercises_transformer import _call
 from .pretrained import mean_pool
 
 __all__ = ["previous_token_score", "check_previous_token_score", "check_mean_pool"]
@@ -25,22 +26,6 @@ def previous_token_score(pattern: torch.Tensor) -> torch.Tensor:
     """``[n_heads, pos, pos]`` attention -> ``[n_heads]``: the average weight a query
     ``i >= 1`` gives to key ``i - 1``."""
     return pattern.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)
-
-
-def _call(fn, args: tuple, describe: str) -> torch.Tensor:
-    copies = tuple(a.clone() for a in args)
-    try:
-        out = fn(*copies)
-    except Exception as err:  # the reader's bug, reported in words
-        raise _WrongAnswerError(
-            f"your function raised {type(err).__name__}: {err} ({describe})."
-        ) from None
-    for a, c in zip(args, copies, strict=True):
-        if not torch.equal(a, c):
-            raise _WrongAnswerError(f"your function changed its input in place ({describe}).")
-    if not isinstance(out, torch.Tensor):
-        raise _WrongAnswerError(f"your function returned {type(out).__name__}, expected a tensor.")
-    return out
 
 
 def _compare(out: torch.Tensor, want: torch.Tensor, describe: str, mistakes) -> None:

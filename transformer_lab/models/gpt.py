@@ -135,9 +135,7 @@ class GPTBlock(EncoderBlock):
         keys and values of every earlier one and receives this call's."""
         attn = self.attn
         h = self.ln1(x)
-        q = attn._project(h, attn.W_Q, attn.b_Q)  # [batch, n_heads, new_pos, d_head]
-        k = attn._project(h, attn.W_K, attn.b_K)  # [batch, n_heads, new_pos, d_head]
-        v = attn._project(h, attn.W_V, attn.b_V)  # [batch, n_heads, new_pos, d_head]
+        q, k, v = attn._project_qkv(h)  # each [batch, n_heads, new_pos, d_head]
         k, v = cache.update(layer, k, v)  # [batch, n_heads, key_pos, d_head]
         mask = causal_mask(q.shape[-2], k.shape[-2], device=x.device)  # bottom-right aligned
         z = F.scaled_dot_product_attention(
