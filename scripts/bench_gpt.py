@@ -9,6 +9,7 @@ held-out loss first reached the target (evaluation time is not counted as traini
     .venv/bin/python scripts/bench_gpt.py --preset nanogpt-cpu  # nanoGPT's CPU settings
     .venv/bin/python scripts/bench_gpt.py --speed               # speed only, no training run
     .venv/bin/python scripts/bench_gpt.py --preset gpu          # with CUDA: 6 x 6 x 384, ctx 256
+    .venv/bin/python scripts/bench_gpt.py --n-layers 4 --steps 700  # change the preset
 
 On the CPU both the wall time and the process's CPU time are reported. On a machine shared
 with other jobs the wall time is inflated; with ``--threads 1`` the CPU time is close to
@@ -157,14 +158,21 @@ def speed(name, device, amp, rounds=5, steps=10):
     return report
 
 
-def train_to_target(name, device, target, eval_every, amp=False, steps=None, max_val=None):
-    """Train the preset for its fixed steps; evaluate every ``eval_every`` steps."""
+def train_to_target(
+    name, device, target, eval_every, amp=False, steps=None, max_val=None, lr=None, n_layers=None
+):
+    """Train the preset (with ``steps``, ``lr`` or ``n_layers`` changed where given) for
+    its fixed steps; evaluate every ``eval_every`` steps."""
     d_vocab = shakespeare.char_tokenizer().vocab_size
     train_ids, val_ids = shakespeare.encode_splits()
     val_ids = val_ids[:max_val] if max_val else val_ids
     config, recipe = preset(name, d_vocab)
     if steps is not None:
         recipe = replace(recipe, steps=steps, warmup=min(recipe.warmup, steps))
+    if lr is not None:
+        recipe = replace(recipe, lr=lr)
+    if n_layers is not None:
+        config = replace(config, n_layers=n_layers)
     transformer_lab.seed_everything(0)
     model = GPT(config).to(device)
     opt = make_optimizer(model, recipe)
@@ -235,6 +243,8 @@ def main(argv=None):
     )
     parser.add_argument("--eval-every", type=int, default=None, help="steps between evaluations")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's steps")
+    parser.add_argument("--lr", type=float, default=None, help="override the peak learning rate")
+    parser.add_argument("--n-layers", type=int, default=None, help="override the number of blocks")
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
     parser.add_argument("--amp", action="store_true", help="bfloat16 autocast (for CUDA)")
     parser.add_argument("--max-val", type=int, default=None, help="evaluate on fewer characters")
@@ -251,7 +261,15 @@ def main(argv=None):
     else:
         eval_every = args.eval_every or max(1, PRESETS[name][1].steps // 10)
         report = train_to_target(
-            name, device, target, eval_every, args.amp, args.steps, args.max_val
+            name,
+            device,
+            target,
+            eval_every,
+            args.amp,
+            args.steps,
+            args.max_val,
+            args.lr,
+            args.n_layers,
         )
     print(json.dumps(report, indent=1))
     return report

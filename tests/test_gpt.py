@@ -195,3 +195,36 @@ def test_from_hf_gpt2_rejects_what_it_cannot_copy():
     hf = hf_gpt2(activation="relu")
     with pytest.raises(ValueError, match="activation_function"):
         GPT.from_hf_gpt2(hf)
+
+
+def _bench_gpt():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "bench_gpt.py"
+    spec = importlib.util.spec_from_file_location("bench_gpt", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_gpt_applies_overrides_and_reports_the_target_time():
+    bench = _bench_gpt()
+    report = bench.train_to_target(
+        "book-cpu",
+        torch.device("cpu"),
+        target=10.0,
+        eval_every=2,
+        steps=3,
+        max_val=2000,
+        lr=2e-3,
+        n_layers=1,
+    )
+    assert report["config"]["n_layers"] == 1
+    assert report["recipe"]["steps"] == 3 and report["recipe"]["lr"] == 2e-3
+    assert report["held_out_chars"] == 2000
+    assert report["tokens"] == 3 * report["recipe"]["batch_size"] * report["config"]["n_ctx"]
+    # a target above the untrained loss (ln 75 = 4.3) is reached at the first evaluation
+    assert report["reached_target_at"]["step"] == 2
+    assert 0 < report["reached_target_at"]["train_s"] <= report["train_s"]
+    assert report["final_val"] < math.log(75) + 0.5
