@@ -260,16 +260,9 @@ def main(argv=None):
         report = speed(name, device, args.amp)
     else:
         eval_every = args.eval_every or max(1, PRESETS[name][1].steps // 10)
+        overrides = dict(steps=args.steps, max_val=args.max_val, lr=args.lr)
         report = train_to_target(
-            name,
-            device,
-            target,
-            eval_every,
-            args.amp,
-            args.steps,
-            args.max_val,
-            args.lr,
-            args.n_layers,
+            name, device, target, eval_every, amp=args.amp, n_layers=args.n_layers, **overrides
         )
     print(json.dumps(report, indent=1))
     return report

@@ -86,8 +86,8 @@ def main(argv=None):
         report = race(data, seed)
         for name, r in report.items():
             bins = " ".join(f"{label}:{a:.2f}" for label, a in r["by_length"].items())
-            print(f"seed {seed} {name:>15}: {r['steps']:3d} steps, val {r['val']:.2f}, "
-                  f"test {r['test']:.3f} | {bins}", flush=True)  # fmt: skip
+            head = f"seed {seed} {name:>15}: {r['steps']:3d} steps, val {r['val']:.2f}"
+            print(f"{head}, test {r['test']:.3f} | {bins}", flush=True)
         longest = list(report["GRU + attention"]["by_length"])[-1]
         gaps.append(
             report["GRU + attention"]["by_length"][longest]
