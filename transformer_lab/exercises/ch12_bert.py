@@ -1,52 +1,20 @@
-"""Exercise checkers for the BERT chapter (12): a head's previous-token score, and mean
-pooling over real tokens.
-
-Like :mod:`transformer_lab.exercises`, each ``check_*`` calls the reader's ``fn`` on seeded
-inputs, compares it with the package, names the usual mistake when it recognises one,
-prints the verdict and returns a :class:`~transformer_lab.exercises.CheckResult` (raising
-``AssertionError`` only with ``strict=True``).
-"""
+"""Checkers for chapter 12, BERT: a head's previous-token score, and mean pooling over the
+real tokens."""
 
 from __future__ import annotations
 
 import torch
 
-from .exercises import CheckResult
-from .exercises import WrongAnswer as _WrongAnswerError
-from .exercises import run_check as _run
-from .exercises_transformer import _call
-from .pretrained import mean_pool
+from ..pretrained import mean_pool
+from .runner import CheckResult, call, compare, need_tensor, run_check
 
 __all__ = ["previous_token_score", "check_previous_token_score", "check_mean_pool"]
-
-RTOL, ATOL = 1e-4, 1e-5  # float32; the reader may sum in another order
 
 
 def previous_token_score(pattern: torch.Tensor) -> torch.Tensor:
     """``[n_heads, pos, pos]`` attention -> ``[n_heads]``: the average weight a query
     ``i >= 1`` gives to key ``i - 1``."""
     return pattern.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)
-
-
-def _compare(out: torch.Tensor, want: torch.Tensor, describe: str, mistakes) -> None:
-    def close(a, b):
-        return (
-            a.shape == b.shape
-            and a.is_floating_point()
-            and torch.allclose(a.detach().double(), b.double(), rtol=RTOL, atol=ATOL)
-        )
-
-    if close(out, want):
-        return
-    for message, model in mistakes:
-        if close(out, model):
-            raise _WrongAnswerError(f"{message} ({describe})")
-    if out.shape != want.shape:
-        raise _WrongAnswerError(
-            f"wrong shape: expected {tuple(want.shape)}, got {tuple(out.shape)} ({describe})."
-        )
-    diff = (out.detach().double() - want.double()).abs().max().item()
-    raise _WrongAnswerError(f"wrong values: largest difference {diff:.3g} ({describe}).")
 
 
 def _random_pattern(gen: torch.Generator, n_heads: int, pos: int) -> torch.Tensor:
@@ -57,7 +25,7 @@ def _random_pattern(gen: torch.Generator, n_heads: int, pos: int) -> torch.Tenso
 def check_previous_token_score(
     fn, *, strict: bool = False, verbose: bool = True, seed: int = 0
 ) -> CheckResult:
-    """``fn(pattern [n_heads, pos, pos]) -> [n_heads]``: the average, over queries
+    """Check ``fn(pattern [n_heads, pos, pos]) -> [n_heads]``: the average, over queries
     ``i = 1 .. pos-1``, of the weight on key ``i - 1``."""
 
     def body():
@@ -65,7 +33,7 @@ def check_previous_token_score(
         for n_heads, pos in ((12, 9), (1, 2), (4, 15)):
             pattern = _random_pattern(gen, n_heads, pos)
             describe = f"pattern of shape {tuple(pattern.shape)}"
-            out = _call(fn, (pattern,), describe)
+            out = need_tensor(call(fn, (pattern,), describe))
             sub = pattern.diagonal(offset=-1, dim1=-2, dim2=-1)  # [n_heads, pos - 1]
             mistakes = [
                 (
@@ -78,20 +46,22 @@ def check_previous_token_score(
                     sub.sum(-1) / pos,
                 ),
                 ("you summed the weights; take their mean", sub.sum(-1)),
-                ("you read the diagonal (each token's weight on itself)", pattern.diagonal(
-                    dim1=-2, dim2=-1).mean(-1)),
+                (
+                    "you read the diagonal (each token's weight on itself)",
+                    pattern.diagonal(dim1=-2, dim2=-1).mean(-1),
+                ),
                 ("you averaged over heads instead of over queries", sub.mean(0)),
-            ]  # fmt: skip
-            _compare(out, previous_token_score(pattern), describe, mistakes)
+            ]
+            compare(out, previous_token_score(pattern), describe, mistakes)
         return "right for 12, 1 and 4 heads, including a 2-token sequence."
 
-    return _run("previous_token_score", body, strict, verbose)
+    return run_check("check_previous_token_score", body, strict, verbose)
 
 
 def check_mean_pool(
     fn, *, strict: bool = False, verbose: bool = True, seed: int = 0
 ) -> CheckResult:
-    """``fn(last_hidden_state [batch, pos, d_model], attention_mask [batch, pos]) ->
+    """Check ``fn(last_hidden_state [batch, pos, d_model], attention_mask [batch, pos]) ->
     [batch, d_model]``: the mean of each sequence's vectors over its real tokens."""
 
     def body():
@@ -99,7 +69,7 @@ def check_mean_pool(
         hidden = torch.randn(3, 6, 5, generator=gen)
         mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]])
         describe = "3 sequences of 6, 3 and 1 real tokens, d_model = 5"
-        out = _call(fn, (hidden, mask), describe)
+        out = need_tensor(call(fn, (hidden, mask), describe))
         m = mask[..., None].float()
         mistakes = [
             ("you averaged over padding too; weight each position by its mask", hidden.mean(1)),
@@ -110,7 +80,7 @@ def check_mean_pool(
             ("you summed the real tokens; divide by how many there are", (hidden * m).sum(1)),
             ("you took the [CLS] vector (position 0), not the mean", hidden[:, 0]),
         ]
-        _compare(out, mean_pool(hidden, mask), describe, mistakes)
+        compare(out, mean_pool(hidden, mask), describe, mistakes)
         return "right, padding ignored."
 
-    return _run("mean_pool", body, strict, verbose)
+    return run_check("check_mean_pool", body, strict, verbose)

@@ -1,11 +1,12 @@
-"""The BERT chapter's checkers pass the package's answers and name the usual mistakes."""
+"""Chapter 12's checkers pass the package's answers and name the usual mistakes."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from checker_helpers import assert_fails, verdict
 
-from transformer_lab.exercises_bert import (
+from transformer_lab.exercises.ch12_bert import (
     check_mean_pool,
     check_previous_token_score,
     previous_token_score,
@@ -20,8 +21,9 @@ def test_previous_token_score_reference():
     torch.testing.assert_close(previous_token_score(pattern), torch.tensor([1.0, 0.5 / 3]))
 
 
-def test_previous_token_checker():
-    assert check_previous_token_score(previous_token_score, verbose=False)
+def test_previous_token_checker(capsys):
+    assert check_previous_token_score(previous_token_score)
+    assert "✓ check_previous_token_score" in capsys.readouterr().out
 
     def loop(p):
         n = p.shape[1]
@@ -29,7 +31,7 @@ def test_previous_token_checker():
             [sum(p[h, i, i - 1] for i in range(1, n)) / (n - 1) for h in range(len(p))]
         )
 
-    assert check_previous_token_score(loop, verbose=False)
+    assert verdict(check_previous_token_score, loop)
     cases = {
         "NEXT": lambda p: p.diagonal(offset=1, dim1=-2, dim2=-1).mean(-1),
         "divided by pos": lambda p: p.diagonal(offset=-1, dim1=-2, dim2=-1).sum(-1) / p.shape[-1],
@@ -39,14 +41,13 @@ def test_previous_token_checker():
         "returned float": lambda p: 0.5,
     }
     for words, fn in cases.items():
-        result = check_previous_token_score(fn, verbose=False)
-        assert not result and words in result.message, (words, result.message)
+        assert_fails(verdict(check_previous_token_score, fn), words)
     with pytest.raises(AssertionError):
         check_previous_token_score(cases["NEXT"], strict=True, verbose=False)
 
 
 def test_mean_pool_checker():
-    assert check_mean_pool(mean_pool, verbose=False)
+    assert verdict(check_mean_pool, mean_pool)
     cases = {
         "over padding": lambda h, m: h.mean(1),
         "divided by pos": lambda h, m: (h * m[..., None]).sum(1) / h.shape[1],
@@ -55,5 +56,4 @@ def test_mean_pool_checker():
         "shape": lambda h, m: h.mean(),
     }
     for words, fn in cases.items():
-        result = check_mean_pool(fn, verbose=False)
-        assert not result and words in result.message, (words, result.message)
+        assert_fails(verdict(check_mean_pool, fn), words)

@@ -1,0 +1,77 @@
+"""Exercise checkers: run a reader's function against the package and say what went wrong.
+
+Each ``check_*`` calls the reader's ``fn`` on several seeded inputs (batch dimensions
+included, odd lengths, keys and queries of different lengths), compares it with the
+package's answer and, when they differ, tries the usual mistakes (forgotten scaling,
+softmax over the wrong axis, mask the wrong way round, ...) to say in plain words what went
+wrong. It prints the verdict, ``✓ name: message`` or ``✗ name: message``, and returns a
+:class:`CheckResult` (truthy when passed, with ``.passed`` and ``.message``). A wrong answer
+never raises, so a notebook keeps running, unless ``strict=True``, which raises
+``AssertionError`` with the message; ``verbose=False`` prints nothing.
+
+Layout:
+
+- :mod:`.runner`: :class:`CheckResult`, :class:`WrongAnswer`, :func:`run_check` (the verdict
+  every checker returns) and the helpers a checker is made of: ``call`` (runs the reader's
+  function, reports exceptions and in-place edits), ``need_tensor``, ``compare`` (names the
+  first matching mistake), ``close``, ``largest_difference``, ``describe_shapes``.
+- :mod:`.attention_mistakes`: random attention inputs and the usual mistakes in attention,
+  shared by the attention checkers.
+- one module per chapter, ``chNN_topic.py`` (``ch01_embeddings`` ... ``ch13_gpt``), holding
+  that chapter's checkers; a chapter that reuses an earlier chapter's checker re-exports it.
+  A checker module imports only :mod:`.runner`, :mod:`.attention_mistakes` and other
+  modules' public names; the model modules never import checkers.
+
+Every checker is re-exported here: ``from transformer_lab import exercises`` then
+``exercises.check_attention(my_attention)``.
+"""
+
+from .ch01_embeddings import check_cosine_similarity, check_embedding_lookup, check_one_hot
+from .ch02_rnn import check_rnn
+from .ch03_seq2seq import check_attention_step
+from .ch04_self_attention import check_attention, check_attention_weights
+from .ch06_masking import check_causal_mask, check_masked_attention, check_padding_mask
+from .ch07_positions import check_shift_matrix, check_sinusoidal_encoding
+from .ch08_multi_head import check_multi_head_attention, check_split_heads
+from .ch09_add_and_norm import check_layer_norm
+from .ch10_block import check_feed_forward, check_pre_ln_block
+from .ch11_encoder_decoder import check_cross_attention
+from .ch12_bert import check_mean_pool, check_previous_token_score
+from .runner import CheckResult, WrongAnswer, run_check
+
+__all__ = [
+    "CheckResult",
+    "WrongAnswer",
+    "run_check",
+    # chapter 1
+    "check_one_hot",
+    "check_embedding_lookup",
+    "check_cosine_similarity",
+    # chapter 2
+    "check_rnn",
+    # chapter 3
+    "check_attention_step",
+    # chapters 4 and 5
+    "check_attention_weights",
+    "check_attention",
+    # chapters 6 and 13
+    "check_causal_mask",
+    "check_padding_mask",
+    "check_masked_attention",
+    # chapter 7
+    "check_sinusoidal_encoding",
+    "check_shift_matrix",
+    # chapter 8
+    "check_split_heads",
+    "check_multi_head_attention",
+    # chapter 9
+    "check_layer_norm",
+    # chapter 10
+    "check_feed_forward",
+    "check_pre_ln_block",
+    # chapter 11
+    "check_cross_attention",
+    # chapter 12
+    "check_previous_token_score",
+    "check_mean_pool",
+]
