@@ -54,3 +54,8 @@ def test_multi_head_attention(capsys):
     assert verdict(check_multi_head_attention, mha).passed
     no_W_O = verdict(check_multi_head_attention, lambda *a: mha(*a, project=False))
     assert_fails(no_W_O, "W_O is missing")
+
+
+def test_multi_head_attention_placeholder_is_named():
+    placeholder = verdict(check_multi_head_attention, lambda x, *weights: x)
+    assert_fails(placeholder, "input x unchanged", "placeholder")

@@ -6,7 +6,11 @@ import torch
 import torch.nn.functional as F
 from checker_helpers import assert_fails, assert_passes_right_and_names_mistake, verdict
 
-from transformer_lab.exercises.ch10_block import check_feed_forward, check_pre_ln_block
+from transformer_lab.exercises.ch10_block import (
+    check_block_parameter_count,
+    check_feed_forward,
+    check_pre_ln_block,
+)
 
 
 def test_feed_forward(capsys):
@@ -46,3 +50,25 @@ def test_pre_ln_checker_leaves_the_global_random_state_alone():
     torch.manual_seed(123)
     check_pre_ln_block(pre_ln, verbose=False)
     torch.testing.assert_close(torch.rand(3), expected)
+
+
+def counts(d, d_mlp):
+    return 4 * d * d + 4 * d, 2 * d * d_mlp + d_mlp + d, 4 * d
+
+
+def test_block_parameter_count(capsys):
+    def no_attention_biases(d, d_mlp):
+        return 4 * d * d, *counts(d, d_mlp)[1:]
+
+    assert_passes_right_and_names_mistake(
+        check_block_parameter_count, counts, no_attention_biases, "four biases", capsys
+    )
+    one_norm = verdict(check_block_parameter_count, lambda d, m: (*counts(d, m)[:2], 2 * d))
+    assert_fails(one_norm, "4 * d_model")
+    no_ffn_biases = verdict(
+        check_block_parameter_count, lambda d, m: (counts(d, m)[0], 2 * d * m, 4 * d)
+    )
+    assert_fails(no_ffn_biases, "feed-forward: the biases are missing")
+    off_by_one = verdict(check_block_parameter_count, lambda d, m: (*counts(d, m)[:2], 4 * d + 1))
+    assert_fails(off_by_one, "layer norms", "expected")
+    assert_fails(verdict(check_block_parameter_count, lambda d, m: 7), "three numbers")

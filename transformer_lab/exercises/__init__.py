@@ -33,8 +33,8 @@ from .ch04_self_attention import check_attention, check_attention_weights
 from .ch06_masking import check_causal_mask, check_masked_attention, check_padding_mask
 from .ch07_positions import check_shift_matrix, check_sinusoidal_encoding
 from .ch08_multi_head import check_multi_head_attention, check_split_heads
-from .ch09_add_and_norm import check_layer_norm
-from .ch10_block import check_feed_forward, check_pre_ln_block
+from .ch09_add_and_norm import check_layer_norm, check_layer_norm_by_hand
+from .ch10_block import check_block_parameter_count, check_feed_forward, check_pre_ln_block
 from .ch11_encoder_decoder import check_cross_attention
 from .ch12_bert import check_mean_pool, check_previous_token_score
 from .runner import CheckResult, WrongAnswer, run_check
@@ -66,9 +66,11 @@ __all__ = [
     "check_multi_head_attention",
     # chapter 9
     "check_layer_norm",
+    "check_layer_norm_by_hand",
     # chapter 10
     "check_feed_forward",
     "check_pre_ln_block",
+    "check_block_parameter_count",
     # chapter 11
     "check_cross_attention",
     # chapter 12

@@ -1,12 +1,13 @@
-"""Checkers for chapter 9, add and norm: layer norm over the features of each token."""
+"""Checkers for chapter 9, add and norm: layer norm over the features of each token, and
+the same worked by hand on one small vector."""
 
 from __future__ import annotations
 
 import torch
 
-from .runner import CheckResult, call, compare, need_tensor, run_check
+from .runner import CheckResult, WrongAnswer, call, compare, need_tensor, run_check
 
-__all__ = ["check_layer_norm"]
+__all__ = ["check_layer_norm", "check_layer_norm_by_hand"]
 
 
 def _layer_norm_variant(
@@ -65,3 +66,57 @@ def check_layer_norm(fn, *, strict: bool = False, verbose: bool = True) -> Check
         return "correct on 3 inputs, including tiny features where eps matters."
 
     return run_check("check_layer_norm", body, strict, verbose)
+
+
+_BY_HAND_H = (1.0, 1.0, 1.0, 5.0)
+
+
+def check_layer_norm_by_hand(values, *, strict: bool = False, verbose: bool = True) -> CheckResult:
+    """Check four numbers worked out by hand: layer norm of ``h = (1, 1, 1, 5)`` with gain 1,
+    bias 0 and ``eps = 0``. Rounding to three decimals is accepted."""
+
+    def body():
+        try:
+            out = torch.as_tensor(values, dtype=torch.float64).flatten()
+        except (TypeError, ValueError, RuntimeError):
+            raise WrongAnswer(
+                f"give your four numbers as a list or a tensor, got {type(values).__name__}."
+            ) from None
+        if out.numel() != 4:
+            raise WrongAnswer(f"h has 4 features, so LN(h) has 4 numbers; you gave {out.numel()}.")
+        h = torch.tensor(_BY_HAND_H, dtype=torch.float64)
+        deviations = h - h.mean()  # (-1, -1, -1, 3)
+        variance = deviations.pow(2).mean()  # 3
+        want = deviations / variance.sqrt()
+        mistakes = [
+            (
+                "you divided by sqrt(12 / 3) = 2, the unbiased standard deviation; layer norm "
+                "takes the mean of the squared deviations over all d = 4 features: "
+                "sigma = sqrt(12 / 4) = sqrt(3)",
+                deviations / (deviations.pow(2).sum() / 3).sqrt(),
+            ),
+            (
+                "you divided by the variance (3); divide by its square root, sigma = sqrt(3)",
+                deviations / variance,
+            ),
+            ("these are the deviations h - mu; now divide them by sigma = sqrt(3)", deviations),
+            ("subtract the mean mu = 2 before dividing by sigma", h / variance.sqrt()),
+        ]
+        if torch.allclose(out, want, atol=2e-3):
+            return "correct: (-1, -1, -1, 3) / sqrt(3), about (-0.577, -0.577, -0.577, 1.732)."
+        for message, wrong in mistakes:
+            if torch.allclose(out, wrong, atol=2e-3):
+                raise WrongAnswer(message + ".")
+        if not out.any():
+            raise WrongAnswer("your answer is all zeros; is it still the placeholder?")
+        if abs(float(out.sum())) > 1e-2:
+            raise WrongAnswer(
+                f"your numbers sum to {float(out.sum()):.3g}; after subtracting the mean they "
+                "must sum to 0. Start from mu = (1 + 1 + 1 + 5) / 4."
+            )
+        raise WrongAnswer(
+            "not quite: mu = 2, the squared deviations average to sigma^2, and LN(h) = "
+            "(h - mu) / sigma with gain 1 and bias 0."
+        )
+
+    return run_check("check_layer_norm_by_hand", body, strict, verbose)

@@ -1,14 +1,15 @@
-"""Checkers for chapter 10, the Transformer block: the position-wise feed-forward network
-and the pre-LN block assembled from its parts."""
+"""Checkers for chapter 10, the Transformer block: the position-wise feed-forward network,
+the pre-LN block assembled from its parts, and the count of a block's parameters."""
 
 from __future__ import annotations
 
 import torch
 
+from ..blocks import EncoderBlock
 from ..layers import FeedForward, LayerNorm, MultiHeadAttention
-from .runner import CheckResult, call, compare, need_tensor, run_check
+from .runner import CheckResult, WrongAnswer, call, compare, need_tensor, run_check
 
-__all__ = ["check_feed_forward", "check_pre_ln_block"]
+__all__ = ["check_feed_forward", "check_pre_ln_block", "check_block_parameter_count"]
 
 
 def check_feed_forward(fn, *, strict: bool = False, verbose: bool = True) -> CheckResult:
@@ -118,3 +119,76 @@ def check_pre_ln_block(fn, *, strict: bool = False, verbose: bool = True) -> Che
         return "correct: attention then the feed-forward network, each added into the stream."
 
     return run_check("check_pre_ln_block", body, strict, verbose)
+
+
+def _count_mistakes(d: int, d_mlp: int) -> list[tuple[int, str, int]]:
+    """(part, message, what the mistake counts) for the usual slips; part 0 attention,
+    1 feed-forward, 2 layer norms."""
+    return [
+        (0, "attention: the four biases are missing, 4 * d_model", 4 * d * d),
+        (
+            0,
+            "attention: W_O is missing; there are four d_model x d_model matrices, "
+            "W_Q, W_K, W_V and W_O, each with a bias",
+            3 * d * d + 3 * d,
+        ),
+        (
+            1,
+            "feed-forward: the biases are missing, d_mlp for b_1 and d_model for b_2",
+            2 * d * d_mlp,
+        ),
+        (
+            1,
+            "feed-forward: b_2 has d_model numbers, not d_mlp (it is added after W_2)",
+            2 * d * d_mlp + 2 * d_mlp,
+        ),
+        (
+            2,
+            "layer norms: the block has two, one for each sublayer, and each has a gain and a "
+            "bias of d_model numbers: 4 * d_model in all",
+            2 * d,
+        ),
+    ]
+
+
+def check_block_parameter_count(fn, *, strict: bool = False, verbose: bool = True) -> CheckResult:
+    """Check ``fn(d_model, d_mlp)``: the parameters of one encoder block as three numbers
+    ``(attention, feed_forward, layer_norms)``, compared with the package's ``EncoderBlock``
+    for the 2017 base model (512, 2048) and two other sizes."""
+    parts = ("attention", "feed-forward", "layer norms")
+
+    def body():
+        for d, d_mlp, heads in [(512, 2048, 8), (64, 256, 4), (6, 10, 2)]:
+            describe = f"d_model={d}, d_mlp={d_mlp}"
+            out = call(fn, (d, d_mlp), describe)
+            if not isinstance(out, (tuple, list)) or len(out) != 3:
+                raise WrongAnswer(
+                    "return three numbers, (attention, feed_forward, layer_norms); got "
+                    f"{type(out).__name__} ({describe})."
+                )
+            try:
+                got = [int(v) for v in out]
+            except (TypeError, ValueError):
+                raise WrongAnswer(f"the three counts must be whole numbers ({describe}).") from None
+            block = EncoderBlock(d, heads, d_mlp)
+            want = [
+                sum(p.numel() for m in modules for p in m.parameters())
+                for modules in ([block.attn], [block.mlp], [block.ln1, block.ln2])
+            ]
+            if got == want:
+                continue
+            for part, message, wrong in _count_mistakes(d, d_mlp):
+                if got[part] == wrong and got[part] != want[part]:
+                    raise WrongAnswer(f"{message} ({describe}: you have {got[part]:,}).")
+            wrong_parts = ", ".join(
+                f"{parts[i]} {got[i]:,} (expected {want[i]:,})"
+                for i in range(3)
+                if got[i] != want[i]
+            )
+            raise WrongAnswer(f"not yet: {wrong_parts} ({describe}).")
+        return (
+            "correct: attention 4d^2 + 4d, feed-forward 2 d d_mlp + d_mlp + d, layer norms 4d "
+            "(checked against EncoderBlock at three sizes)."
+        )
+
+    return run_check("check_block_parameter_count", body, strict, verbose)
