@@ -70,5 +70,12 @@ def test_block_parameter_count(capsys):
     )
     assert_fails(no_ffn_biases, "feed-forward: the biases are missing")
     off_by_one = verdict(check_block_parameter_count, lambda d, m: (*counts(d, m)[:2], 4 * d + 1))
-    assert_fails(off_by_one, "layer norms", "expected")
+    assert_fails(off_by_one, "layer norms", "too high")
+    zeros = verdict(check_block_parameter_count, lambda d, m: (0, 0, 0))
+    assert_fails(zeros, "placeholder")
     assert_fails(verdict(check_block_parameter_count, lambda d, m: 7), "three numbers")
+
+
+def test_feed_forward_names_a_bare_product():
+    bare = verdict(check_feed_forward, lambda h, W1, b1, W2, b2: h @ W1 @ W2)
+    assert_fails(bare, "ReLU and both biases are missing")

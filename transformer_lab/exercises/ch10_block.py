@@ -39,6 +39,10 @@ def check_feed_forward(fn, *, strict: bool = False, verbose: bool = True) -> Che
                 ),
                 ("b_1 is missing: add it before the ReLU", torch.relu(hd @ W1) @ W2 + b2),
                 ("b_2 is missing", torch.relu(hd @ W1 + b1) @ W2),
+                (
+                    "the ReLU and both biases are missing: relu(h @ W_1 + b_1) @ W_2 + b_2",
+                    hd @ W1 @ W2,
+                ),
             ]
             compare(out, want, describe, mistakes)
         return "correct on 3 inputs, each position transformed on its own."
@@ -180,8 +184,12 @@ def check_block_parameter_count(fn, *, strict: bool = False, verbose: bool = Tru
             for part, message, wrong in _count_mistakes(d, d_mlp):
                 if got[part] == wrong and got[part] != want[part]:
                     raise WrongAnswer(f"{message} ({describe}: you have {got[part]:,}).")
+            if not any(got):
+                raise WrongAnswer(
+                    f"all three counts are 0; is it still the placeholder? ({describe})."
+                )
             wrong_parts = ", ".join(
-                f"{parts[i]} {got[i]:,} (expected {want[i]:,})"
+                f"{parts[i]} ({got[i]:,} is too {'low' if got[i] < want[i] else 'high'})"
                 for i in range(3)
                 if got[i] != want[i]
             )
