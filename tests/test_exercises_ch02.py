@@ -6,7 +6,7 @@ import pytest
 import torch
 from checker_helpers import assert_fails, verdict
 
-from transformer_lab.exercises.ch02_rnn import check_rnn
+from transformer_lab.exercises.ch02_rnn import check_gru_chain, check_rnn
 
 
 def right(x, h0, W, U, b):
@@ -46,3 +46,24 @@ def test_check_rnn_accepts_a_right_answer_and_names_mistakes():
     assert_fails(verdict(check_rnn, stub), "not written yet")
     with pytest.raises(AssertionError, match="last state"):
         check_rnn(last_only, strict=True, verbose=False)
+
+
+def test_check_gru_chain_accepts_the_measured_count_and_names_mistakes():
+    assert verdict(check_gru_chain, lambda n, n_layers: n_layers * n).passed
+    assert verdict(check_gru_chain, lambda n, n_layers: torch.tensor(n_layers * n)).passed
+    assert_fails(verdict(check_gru_chain, lambda n, n_layers: n), "does not grow with the layers")
+    assert_fails(
+        verdict(check_gru_chain, lambda n, n_layers: n + n_layers - 1), "shortest chain possible"
+    )
+    assert_fails(verdict(check_gru_chain, lambda n, n_layers: n_layers * (n + 1)), "input products")
+    assert_fails(verdict(check_gru_chain, lambda n, n_layers: 3 * n * n_layers), "three gates")
+    assert_fails(verdict(check_gru_chain, lambda n, n_layers: 7), "longest_chain")
+    assert_fails(verdict(check_gru_chain, lambda n, n_layers: "n"), "whole number")
+    assert_fails(verdict(check_gru_chain, lambda n, n_layers: n * 0.5), "whole number")
+
+    def stub(n, n_layers):
+        raise NotImplementedError
+
+    assert_fails(verdict(check_gru_chain, stub), "not written yet")
+    with pytest.raises(AssertionError, match="grow with the layers"):
+        check_gru_chain(lambda n, n_layers: n, strict=True, verbose=False)

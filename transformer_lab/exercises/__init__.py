@@ -27,7 +27,7 @@ Every checker is re-exported here: ``from transformer_lab import exercises`` the
 """
 
 from .ch01_embeddings import check_cosine_similarity, check_embedding_lookup, check_one_hot
-from .ch02_rnn import check_rnn
+from .ch02_rnn import check_gru_chain, check_rnn
 from .ch03_seq2seq import check_attention_step
 from .ch04_self_attention import check_attention, check_attention_weights
 from .ch06_masking import check_causal_mask, check_masked_attention, check_padding_mask
@@ -49,6 +49,7 @@ __all__ = [
     "check_cosine_similarity",
     # chapter 2
     "check_rnn",
+    "check_gru_chain",
     # chapter 3
     "check_attention_step",
     # chapters 4 and 5

@@ -1,13 +1,15 @@
-"""Checkers for chapter 2, the RNN bottleneck: the simple RNN's recurrence."""
+"""Checkers for chapter 2, the RNN bottleneck: the simple RNN's recurrence, and the chain
+of dependent matrix products of a stacked GRU."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from .runner import CheckResult, call, compare, need_tensor, run_check
+from ..parallelism import is_matrix_product, longest_chain
+from .runner import CheckResult, WrongAnswer, call, compare, need_tensor, run_check
 
-__all__ = ["check_rnn"]
+__all__ = ["check_rnn", "check_gru_chain"]
 
 
 def check_rnn(fn, *, strict: bool = False, verbose: bool = True, seed: int = 0) -> CheckResult:
@@ -61,3 +63,60 @@ def check_rnn(fn, *, strict: bool = False, verbose: bool = True, seed: int = 0) 
         return "your RNN matches torch.nn.RNN on 3 random inputs."
 
     return run_check("check_rnn", body, strict, verbose)
+
+
+def _measured_gru_chain(n: int, n_layers: int) -> int:
+    """Matrix products on the longest chain of ``nn.GRU(4, 4, num_layers=n_layers)`` over n
+    words, measured in the autograd graph (on the CPU, where PyTorch runs the steps one by
+    one in the graph)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        gru = nn.GRU(4, 4, num_layers=n_layers, batch_first=True)
+        out, _ = gru(torch.randn(1, n, 4))
+    return longest_chain(out, count=is_matrix_product)
+
+
+def check_gru_chain(fn, *, strict: bool = False, verbose: bool = True) -> CheckResult:
+    """Check ``fn(n, n_layers)`` -> the number of matrix products on the longest chain of
+    dependent operations of ``torch.nn.GRU(d, d, num_layers=n_layers)`` reading n words,
+    against ``longest_chain`` of the layer's autograd graph."""
+
+    def body():
+        for n, n_layers in [(1, 1), (6, 1), (5, 2), (9, 3), (3, 4), (12, 2)]:
+            describe = f"n={n}, n_layers={n_layers}"
+            got = call(fn, (n, n_layers), describe)
+            if isinstance(got, torch.Tensor) and got.numel() == 1:
+                got = got.item()
+            if isinstance(got, bool) or not isinstance(got, (int, float)) or got != int(got):
+                raise WrongAnswer(
+                    f"your function returned {got!r} for {describe}; it should return a whole "
+                    "number of matrix products."
+                )
+            want = _measured_gru_chain(n, n_layers)
+            if got == want:
+                continue
+            mistakes = {
+                n: "your count does not grow with the layers: layer 2 reads layer 1's states, "
+                "so its chain of steps comes after layer 1's",
+                n + n_layers - 1: "that is the shortest chain possible in principle, with layer "
+                "2 starting on word t as soon as layer 1 has finished it; PyTorch's nn.GRU runs "
+                "each layer over the whole sequence before the next one starts",
+                n_layers * n + n_layers - 1: "one product too many per extra layer: a layer's "
+                "input product (all words at once) and its first step's W h_0 run side by side, "
+                "so they add one product to the chain, not two",
+                n_layers * (n + 1): "one product too many per layer: the input products U x_t "
+                "of all words are one product computed beside the chain (alongside the first "
+                "step's W h_0), not an extra step",
+                3 * n * n_layers: "the three gates' products in a step run side by side (PyTorch "
+                "even does them as one product), so each step adds one product to the chain",
+                6 * n * n_layers: "the six products of a step (three gates, input and state) "
+                "do not wait for each other; each step adds one product to the chain",
+            }
+            hint = mistakes.get(int(got), "")
+            raise WrongAnswer(
+                f"for {describe} the longest chain has {want} matrix products, your function "
+                f"says {got}" + (f": {hint}." if hint else ". Measure a few with longest_chain.")
+            )
+        return "your count matches the chain measured in the autograd graph for 6 GRUs."
+
+    return run_check("check_gru_chain", body, strict, verbose)
