@@ -8,6 +8,7 @@ Tolerances: float32 on the CPU, ``atol=1e-5, rtol=1e-5`` for outputs and gradien
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -184,6 +185,63 @@ def test_empty_rows_with_inference_tensors():
         assert empty_rows(mask) is None
         mask[1] = False
         assert empty_rows(mask)[:, 0].tolist() == [False, True, False]
+
+
+def test_empty_rows_follows_edits_that_bypass_the_version_counter():
+    q, k, v = qkv((2,), 4, 4, 4, 4)
+    mask = causal_mask(4)
+    for need_weights in (True, False):  # used once with every row full
+        scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights)
+    mask.data[1] = False  # .data edits do not bump the version counter
+    arr = torch.ones(4, 4, dtype=torch.bool).numpy()
+    shared = torch.from_numpy(arr)
+    scaled_dot_product_attention(q, k, v, shared)
+    arr[3] = False  # an edit through NumPy neither
+    for m, row in ((mask, 1), (shared, 3)):
+        assert empty_rows(m)[row, 0]
+        for need_weights in (True, False):
+            out, w = scaled_dot_product_attention(q, k, v, m, need_weights=need_weights)
+            assert not out.isnan().any()
+            assert torch.equal(out[:, row], torch.zeros(2, 4))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_explicit_path_does_not_overflow_in_half_precision(dtype):
+    # raw products q.k reach 102400 (> 65504, the float16 maximum); scaled by 1/8 they fit.
+    # Keys of well-separated sizes keep the answer independent of half-precision rounding.
+    g = torch.Generator().manual_seed(0)
+    q = torch.full((2, 3, 5, 64), 40.0).to(dtype)
+    sizes = (40.0 - 5.0 * torch.randperm(6, generator=g)).to(dtype)  # [key_pos]
+    k = sizes[:, None].expand(2, 3, 6, 64)
+    v = torch.randn(2, 3, 6, 8, generator=g).to(dtype)
+    mask = causal_mask(5, 6).clone()
+    mask[0] = False  # a fully masked row stays zeros
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask)
+    ref[..., 0, :] = 0.0
+    tol = dict(atol=5e-2, rtol=5e-2) if dtype is torch.bfloat16 else dict(atol=1e-2, rtol=1e-2)
+    for need_weights in (True, False):
+        out, _ = scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights)
+        assert out.dtype == dtype and torch.isfinite(out).all()
+        assert torch.equal(out[..., 0, :], torch.zeros_like(out[..., 0, :]))
+        torch.testing.assert_close(out.float(), ref, **tol)
+    fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~mask.any(-1, True))
+    torch.testing.assert_close(out[..., 1:, :], fused[..., 1:, :], **tol)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, fragment",
+    [
+        (dict(scale=0.0), ValueError, "scale must be a positive finite number"),
+        (dict(scale=float("nan")), ValueError, "scale must be a positive finite number"),
+        (dict(scale="big"), TypeError, "scale must be a number"),
+        (dict(dropout_p=1.5), ValueError, "dropout_p must be in [0, 1)"),
+        (dict(dropout_p=-0.1), ValueError, "dropout_p must be in [0, 1)"),
+    ],
+)
+def test_attention_parameters_are_checked(kwargs, error, fragment):
+    q, k, v = qkv((1,), 2, 2, 4, 4)
+    with pytest.raises(error, match=re.escape(fragment)):
+        scaled_dot_product_attention(q, k, v, **kwargs)
 
 
 # --- properties (hypothesis) ----------------------------------------------------------------

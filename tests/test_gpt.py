@@ -228,3 +228,22 @@ def test_bench_gpt_applies_overrides_and_reports_the_target_time():
     assert report["reached_target_at"]["step"] == 2
     assert 0 < report["reached_target_at"]["train_s"] <= report["train_s"]
     assert report["final_val"] < math.log(75) + 0.5
+
+
+def test_train_gpt_seed_reproduces_a_run_with_dropout():
+    from transformer_lab.models.gpt import TrainRecipe, train_gpt
+
+    ids = torch.randint(31, (400,), generator=torch.Generator().manual_seed(0))
+    recipe = TrainRecipe(batch_size=4, steps=6, lr=1e-2, warmup=2)
+
+    def run(seed, caller_seed):
+        model = small_gpt(0, dropout=0.3)
+        torch.manual_seed(caller_seed)  # the caller's random state must not matter, nor change
+        before = torch.get_rng_state()
+        losses = train_gpt(model, ids, recipe, seed=seed).losses
+        assert torch.equal(torch.get_rng_state(), before)
+        return losses, model.W_E.detach().clone()
+
+    (a, w_a), (b, w_b), (c, _) = run(5, 1), run(5, 2), run(6, 1)
+    assert a == b and torch.equal(w_a, w_b)
+    assert a != c

@@ -99,7 +99,7 @@ def test_self_attention_fused_qkv_equals_three_projections(bias):
 
 
 def test_layer_norm_is_a_z_score_then_gain_and_bias():
-    ln = LayerNorm(6, eps=0.0)
+    ln = LayerNorm(6, eps=1e-12)  # eps must be positive: 0 gives NaN on a constant row
     x = torch.randn(4, 6) * 5 + 2
     z = ln(x)
     torch.testing.assert_close(z.mean(-1), torch.zeros(4), atol=1e-5, rtol=0)
@@ -119,7 +119,7 @@ def test_layer_norm_eps_matches_torch():
 def test_layer_norm_bad_input():
     with pytest.raises(ValueError, match=r"LayerNorm expects d_model=8, got 6"):
         LayerNorm(8)(torch.randn(2, 6))
-    with pytest.raises(ValueError, match=r"d_model must be positive, got 0"):
+    with pytest.raises(ValueError, match=r"d_model must be a positive int, got 0"):
         LayerNorm(0)
     with pytest.raises(ValueError, match=r"only 1-d normalized_shape is supported, got \(2, 3\)"):
         LayerNorm.from_torch(nn.LayerNorm([2, 3]))

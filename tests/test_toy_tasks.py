@@ -100,7 +100,7 @@ def test_model_shapes_and_hooks(positional):
 
 
 def test_model_rejects_float_input():
-    with pytest.raises(ValueError, match="integer ids"):
+    with pytest.raises(TypeError, match="integer token ids"):
         TinyTransformer(ToyConfig())(torch.randn(2, 5))
 
 

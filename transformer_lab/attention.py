@@ -8,7 +8,6 @@ True = may attend, broadcastable to ``[..., query_pos, key_pos]``.
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Sequence
 from itertools import zip_longest
 
@@ -100,26 +99,28 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, .
     return (*batch, query_pos, key_pos)
 
 
-# Masks are usually reused (one causal mask for every layer and step), so the answer to
-# "does every query row have a key?" is remembered per mask tensor, keyed by id and
-# guarded by a weak reference and the tensor's version counter (bumped by in-place edits).
-_FULL_ROWS: dict[int, tuple[weakref.ref, int]] = {}
-
-
 def empty_rows(mask: torch.Tensor) -> torch.Tensor | None:
     """``[..., query_pos, 1]`` True where a query row of ``mask`` is all False, or None when
-    every row may attend to something (the usual case, remembered per mask tensor)."""
-    key = id(mask)
-    cached = _FULL_ROWS.get(key)
-    version = None if mask.is_inference() else mask._version
-    if cached is not None and cached[0]() is mask and cached[1] == version:
-        return None
+    every row may attend to something.
+
+    Computed afresh on every call (no cache keyed by the tensor's identity or version
+    counter, which edits through ``.data`` or NumPy would bypass); it reads only the mask.
+    """
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise TypeError(f"mask must be a bool tensor (True = may attend), got {got}")
+    if mask.dim() == 0:
+        raise ValueError("mask must have at least one dimension [..., key_pos], got a 0-d tensor")
     empty = ~mask.any(dim=-1, keepdim=True)  # [..., query_pos, 1]
-    if bool(empty.any()):
-        return empty
-    if version is not None:  # inference tensors have no version counter: not remembered
-        _FULL_ROWS[key] = (weakref.ref(mask, lambda _, key=key: _FULL_ROWS.pop(key, None)), version)
-    return None
+    return empty if bool(empty.any()) else None
+
+
+def _empty_rows(mask: torch.Tensor) -> torch.Tensor | None:
+    """``empty_rows`` without a host sync off the CPU: there the rows are always handled
+    (two cheap elementwise operations) instead of asking the device whether any is empty."""
+    if mask.device.type == "cpu":
+        return empty_rows(mask)
+    return ~mask.any(dim=-1, keepdim=True)
 
 
 def attention_weights(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -128,10 +129,19 @@ def attention_weights(scores: torch.Tensor, mask: torch.Tensor | None = None) ->
     A query row whose mask is all False (nothing to attend to) gets weights of zero
     instead of the NaN that ``softmax`` of an all ``-inf`` row would give.
     """
+    if not isinstance(scores, torch.Tensor) or not scores.is_floating_point():
+        got = scores.dtype if isinstance(scores, torch.Tensor) else type(scores).__name__
+        raise TypeError(f"scores must be a floating-point tensor, got {got}")
+    if mask is not None:
+        check_mask(mask, scores.shape)
+    return _masked_softmax(scores, mask)
+
+
+def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     if mask is None:
         return torch.softmax(scores, dim=-1)
     scores = scores.masked_fill(~mask, float("-inf"))
-    empty = empty_rows(mask)
+    empty = _empty_rows(mask)
     if empty is None:
         return torch.softmax(scores, dim=-1)
     scores = scores.masked_fill(empty, 0.0)
@@ -171,10 +181,20 @@ def scaled_dot_product_attention(
         check_mask(mask, scores_shape)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
+    elif isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        raise TypeError(f"scale must be a number or None, got {type(scale).__name__}")
+    elif not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
+        raise TypeError(f"dropout_p must be a number in [0, 1), got {type(dropout_p).__name__}")
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
     if not need_weights:
         return _fused(q, k, v, mask, scale, dropout_p), None
-    scores = (q @ k.transpose(-2, -1)) * scale  # [..., query_pos, key_pos]
-    weights = attention_weights(scores, mask)
+    # scale the queries before the product, not the scores after it: in float16 a raw
+    # score above 65504 would overflow to inf before the scaling could bring it back
+    scores = (q * scale) @ k.transpose(-2, -1)  # [..., query_pos, key_pos]
+    weights = _masked_softmax(scores, mask)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     return weights @ v, weights  # [..., query_pos, d_value]
@@ -188,7 +208,7 @@ def _fused(q, k, v, mask, scale, dropout_p):
     """
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=scale)
-    empty = empty_rows(mask)
+    empty = _empty_rows(mask)
     if mask.dim() < 2:  # the kernel wants at least [query_pos, key_pos]
         mask = mask.view(*[1] * (2 - mask.dim()), *mask.shape)
     if empty is None:

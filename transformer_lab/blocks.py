@@ -20,6 +20,20 @@ from .layers import FeedForward, LayerNorm, MultiHeadAttention
 __all__ = ["EncoderBlock", "DecoderBlock"]
 
 
+def check_memory(memory) -> None:
+    """Cross-attention needs the encoder output, a floating-point tensor
+    ``[batch, src_pos, d_model]`` (``None`` would make it silently attend to the target)."""
+    if not isinstance(memory, torch.Tensor):
+        raise TypeError(
+            "memory (the encoder output [batch, src_pos, d_model]) must be a torch.Tensor, "
+            f"got {type(memory).__name__}"
+        )
+    if memory.dim() != 3:
+        raise ValueError(
+            f"memory must be [batch, src_pos, d_model], got shape {tuple(memory.shape)}"
+        )
+
+
 class _Block(nn.Module):
     def __init__(self, d_model, n_heads, d_mlp, dropout, norm_first, activation, eps):
         super().__init__()
@@ -71,6 +85,8 @@ class EncoderBlock(_Block):
 
     @classmethod
     def from_torch(cls, m: nn.TransformerEncoderLayer) -> EncoderBlock:
+        if not isinstance(m, nn.TransformerEncoderLayer):
+            raise TypeError(f"expected nn.TransformerEncoderLayer, got {type(m).__name__}")
         ours = cls(
             m.linear1.in_features,
             m.self_attn.num_heads,
@@ -118,6 +134,7 @@ class DecoderBlock(_Block):
         """``x [batch, tgt_pos, d_model]`` decoder stream; ``memory [batch, src_pos, d_model]``
         the encoder output, the keys and values of cross-attention; ``self_mask`` (usually
         causal) and ``memory_mask`` (source padding) are bool, True = may attend."""
+        check_memory(memory)
         x = self.resid_pre(x)
         x = self.resid_mid(
             self._sublayer(x, self.ln1, lambda h: self._self_attn(h, self_mask), self.attn_out)
@@ -134,6 +151,8 @@ class DecoderBlock(_Block):
 
     @classmethod
     def from_torch(cls, m: nn.TransformerDecoderLayer) -> DecoderBlock:
+        if not isinstance(m, nn.TransformerDecoderLayer):
+            raise TypeError(f"expected nn.TransformerDecoderLayer, got {type(m).__name__}")
         ours = cls(
             m.linear1.in_features,
             m.self_attn.num_heads,

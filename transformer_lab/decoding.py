@@ -46,12 +46,14 @@ def _check(src: torch.Tensor, max_len: int, beam_size: int = 1, length_penalty: 
         raise ValueError(f"src must be a non-empty [batch, src_pos] tensor of ids, got {shape}")
     if src.dtype.is_floating_point:
         raise TypeError(f"src must hold integer token ids, got {src.dtype}")
-    if not isinstance(max_len, int) or max_len <= 0:
+    if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len <= 0:
         raise ValueError(f"max_len must be a positive int, got {max_len!r}")
-    if not isinstance(beam_size, int) or beam_size <= 0:
+    if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size <= 0:
         raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
-    if length_penalty < 0:
-        raise ValueError(f"length_penalty must be >= 0, got {length_penalty}")
+    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
+        raise TypeError(f"length_penalty must be a number, got {type(length_penalty).__name__}")
+    if not (length_penalty >= 0 and math.isfinite(length_penalty)):
+        raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty}")
 
 
 def _next_log_probs(model, tokens, memory, src_mask) -> torch.Tensor:
@@ -245,7 +247,17 @@ def sequence_score(
     log-probability of each row of ``outputs [batch, n]`` (ids without ``<bos>``, counted up
     to and including the first ``<eos>``), divided by ``length ** length_penalty``.
     Returns ``[batch]``."""
-    _check(src, max(1, outputs.shape[1]), 1, length_penalty)
+    if not isinstance(outputs, torch.Tensor) or outputs.dtype not in (torch.long, torch.int):
+        got = getattr(outputs, "dtype", type(outputs).__name__)
+        raise TypeError(f"outputs must be a tensor of integer token ids, got {got}")
+    if outputs.dim() != 2 or outputs.shape[1] == 0:
+        raise ValueError(
+            f"outputs must be [batch, n] with n >= 1 tokens to score, got {tuple(outputs.shape)}"
+        )
+    _check(src, outputs.shape[1], 1, length_penalty)
+    if outputs.shape[0] != src.shape[0]:
+        raise ValueError(f"outputs has batch={outputs.shape[0]} but src has batch={src.shape[0]}")
+    outputs = outputs.long()
     was_training = model.training
     model.eval()
     memory, src_mask = _encode(model, src)

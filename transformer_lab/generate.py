@@ -18,6 +18,8 @@ work), and crops the context to the model's last ``n_ctx`` tokens when it grows 
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
@@ -27,6 +29,7 @@ __all__ = ["top_k_filter", "top_p_filter", "next_token_probs", "sample_next", "g
 def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
     """Keep the ``k`` largest logits of each row (ties at the k-th value are all kept);
     set the rest to ``-inf``."""
+    _check_logits(logits)
     if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
         raise ValueError(f"top_k must be a positive int, got {k!r}")
     k = min(k, logits.shape[-1])
@@ -41,8 +44,9 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
     Tokens are ranked by probability; a token is kept when the probability mass ranked
     strictly before it is still below ``p``, so the most likely token is always kept.
     """
-    if not 0.0 < p <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1], got {p!r}")
+    _check_logits(logits)
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p <= 1.0:
+        raise ValueError(f"top_p must be a number in (0, 1], got {p!r}")
     sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
     probs = torch.softmax(sorted_logits.float(), dim=-1)  # [..., d_vocab], largest first
     mass_before = torch.cumsum(probs, dim=-1) - probs  # probability ranked before each token
@@ -58,9 +62,13 @@ def next_token_probs(
     top_p: float | None = None,
 ) -> torch.Tensor:
     """The distribution the sampler draws from, ``[..., d_vocab]``: ``softmax(logits / T)``
-    restricted by top-k and top-p. ``temperature=0`` puts all mass on the argmax."""
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature!r}")
+    restricted by top-k and top-p. ``temperature=0`` puts all mass on the argmax.
+
+    Logits with NaN, ``+inf``, or a row of only ``-inf`` have no distribution: ValueError.
+    """
+    _check_logits(logits)
+    _check_temperature(temperature)
+    _check_finite_rows(logits)
     logits = logits.float()
     if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()
@@ -69,7 +77,40 @@ def next_token_probs(
         logits = top_k_filter(logits, top_k)
     if top_p is not None:
         logits = top_p_filter(logits, top_p)
-    return torch.softmax(logits, dim=-1)
+    probs = torch.softmax(logits, dim=-1)
+    if not torch.isfinite(probs).all():
+        raise ValueError(
+            f"temperature={temperature!r} is too small for these logits: the scaled logits "
+            "overflow; use temperature=0 for greedy decoding"
+        )
+    return probs
+
+
+def _check_logits(logits) -> None:
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        got = logits.dtype if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise TypeError(f"logits must be a floating-point tensor [..., d_vocab], got {got}")
+    if logits.dim() == 0 or logits.shape[-1] == 0:
+        raise ValueError(
+            f"logits must be [..., d_vocab] with d_vocab >= 1, got {tuple(logits.shape)}"
+        )
+
+
+def _check_temperature(temperature) -> None:
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
+        raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
+    if not (math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
+
+
+def _check_finite_rows(logits: torch.Tensor) -> None:
+    """NaN or +inf anywhere, or a row with no finite logit, has no distribution."""
+    bad = torch.isnan(logits).any() | torch.isposinf(logits).any()
+    if bool(bad | torch.isneginf(logits).all(dim=-1).any()):
+        raise ValueError(
+            "logits contain NaN or +inf, or a row of only -inf: there is no distribution to "
+            "sample from (check the model's output and the masks)"
+        )
 
 
 def sample_next(
@@ -84,9 +125,16 @@ def sample_next(
     ``temperature=0`` is greedy decoding (argmax, no randomness). ``generator`` (a CPU
     ``torch.Generator``) makes the draw reproducible on any device.
     """
+    _check_logits(logits)
     if logits.dim() != 2:
         raise ValueError(f"logits must be [batch, d_vocab], got shape {tuple(logits.shape)}")
+    _check_temperature(temperature)
+    if generator is not None and (
+        not isinstance(generator, torch.Generator) or generator.device.type != "cpu"
+    ):
+        raise TypeError(f"generator must be a CPU torch.Generator, got {generator!r}")
     if temperature == 0:
+        _check_finite_rows(logits)
         return logits.argmax(dim=-1)
     probs = next_token_probs(logits, temperature, top_k, top_p)
     return torch.multinomial(probs.cpu(), 1, generator=generator).squeeze(-1).to(logits.device)
@@ -115,10 +163,25 @@ def generate(
     sequence outgrows ``n_ctx`` the window slides and every step recomputes the last
     ``n_ctx`` tokens, exactly as without the cache.
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.long, torch.int):
+        got = getattr(idx, "dtype", type(idx).__name__)
+        raise TypeError(f"idx must be an integer tensor of token ids, got {got}")
     if idx.dim() != 2 or idx.shape[1] == 0:
         raise ValueError(f"idx must be [batch, pos] with pos >= 1, got shape {tuple(idx.shape)}")
-    if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+    if (
+        not isinstance(max_new_tokens, int)
+        or isinstance(max_new_tokens, bool)
+        or max_new_tokens < 0
+    ):
         raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
+    _check_temperature(temperature)
+    d_vocab = getattr(getattr(model, "config", None), "d_vocab", None)
+    if isinstance(d_vocab, int):
+        low, high = (int(t) for t in torch.aminmax(idx))
+        if low < 0 or high >= d_vocab:
+            raise ValueError(f"idx must be in [0, {d_vocab}), got values from {low} to {high}")
     n_ctx = getattr(getattr(model, "config", None), "n_ctx", None) or idx.shape[1] + max_new_tokens
     has_cache = hasattr(model, "new_cache")
     if use_cache and not has_cache:

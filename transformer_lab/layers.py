@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -33,15 +35,22 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5, fused: bool = False):
         super().__init__()
-        if d_model <= 0:
-            raise ValueError(f"d_model must be positive, got {d_model}")
+        if not isinstance(d_model, int) or isinstance(d_model, bool) or d_model <= 0:
+            raise ValueError(f"d_model must be a positive int, got {d_model!r}")
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+            raise TypeError(f"eps must be a number, got {type(eps).__name__}")
+        if not (math.isfinite(eps) and eps > 0):
+            raise ValueError(f"eps must be a positive finite number, got {eps!r}")
         self.eps = eps
         self.fused = fused
         self.gain = nn.Parameter(torch.ones(d_model))
         self.bias = nn.Parameter(torch.zeros(d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-1] != self.gain.shape[0]:
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
+            raise TypeError(f"LayerNorm expects a floating-point tensor, got {got}")
+        if x.dim() == 0 or x.shape[-1] != self.gain.shape[0]:
             raise ValueError(f"LayerNorm expects d_model={self.gain.shape[0]}, got {x.shape[-1]}")
         if self.fused:
             return F.layer_norm(x, self.gain.shape, self.gain, self.bias, self.eps)
@@ -54,6 +63,8 @@ class LayerNorm(nn.Module):
 
     @classmethod
     def from_torch(cls, m: nn.LayerNorm) -> LayerNorm:
+        if not isinstance(m, nn.LayerNorm):
+            raise TypeError(f"expected nn.LayerNorm, got {type(m).__name__}")
         if len(m.normalized_shape) != 1:
             raise ValueError(f"only 1-d normalized_shape is supported, got {m.normalized_shape}")
         ours = cls(m.normalized_shape[0], eps=m.eps)
@@ -128,6 +139,10 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"d_model must be a positive int, got {d_model!r}")
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
+            raise TypeError(f"dropout must be a number in [0, 1), got {type(dropout).__name__}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.dropout = dropout
         d_key_in, d_value_in = d_key_in or d_model, d_value_in or d_model

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -22,6 +23,10 @@ def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -
             raise TypeError(f"{name} must be an int, got {type(value).__name__}")
         if value <= 0:
             raise ValueError(f"{name} must be positive, got {value}")
+    if isinstance(base, bool) or not isinstance(base, (int, float)):
+        raise TypeError(f"base must be a number, got {type(base).__name__}")
+    if not (math.isfinite(base) and base > 0):
+        raise ValueError(f"base must be a positive finite number, got {base!r}")
     pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # [pos, 1]
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # [ceil(d_model / 2)]
     angle = pos / base ** (two_i / d_model)  # [pos, ceil(d_model / 2)]

@@ -195,6 +195,18 @@ class TokenBatch:
         )
 
 
+def _check_max_length(max_length, pair: bool) -> None:
+    """Room for the special tokens and at least one token of each text: 3 for
+    ``[CLS] A [SEP]``, 5 for ``[CLS] A [SEP] B [SEP]``."""
+    least = 5 if pair else 3
+    if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < least:
+        what = "a pair [CLS] A [SEP] B [SEP]" if pair else "[CLS] A [SEP]"
+        raise ValueError(
+            f"max_length must be an int >= {least} (room for {what} with at least one token "
+            f"per text), got {max_length!r}"
+        )
+
+
 class WordPieceTokenizer:
     """A WordPiece tokenizer (lower-casing, punctuation splitting, ``##`` continuation
     pieces) run by the ``tokenizers`` library, adding ``[CLS] A [SEP]`` or
@@ -209,6 +221,7 @@ class WordPieceTokenizer:
         tokenizers = _require("tokenizers", "tokenizers")
         if not isinstance(backend, tokenizers.Tokenizer):
             raise TypeError(f"backend must be a tokenizers.Tokenizer, got {type(backend).__name__}")
+        _check_max_length(max_length, pair=False)
         self.backend = tokenizers.Tokenizer.from_str(backend.to_str())  # own copy
         self.backend.no_padding()  # the file may ask for fixed padding; we pad per batch
         self.backend.enable_truncation(max_length)
@@ -295,7 +308,12 @@ class WordPieceTokenizer:
             pairs = [text_pair] if isinstance(text_pair, str) else list(text_pair)
             if len(pairs) != len(texts):
                 raise ValueError(f"{len(texts)} texts but {len(pairs)} text pairs")
+            if not all(isinstance(t, str) for t in pairs):
+                raise TypeError("text_pair must be a string or a list of strings")
             inputs = list(zip(texts, pairs, strict=True))
+        _check_max_length(
+            self.max_length if max_length is None else max_length, text_pair is not None
+        )
         if max_length is not None and max_length != self.max_length:
             self.backend.enable_truncation(max_length)
         try:
@@ -335,8 +353,22 @@ def mean_pool(
 ) -> torch.Tensor:
     """Average of the token vectors ``[batch, pos, d_model]`` over real tokens (padding
     excluded) -> ``[batch, d_model]``."""
+    if not isinstance(last_hidden_state, torch.Tensor) or not last_hidden_state.is_floating_point():
+        got = getattr(last_hidden_state, "dtype", type(last_hidden_state).__name__)
+        raise TypeError(f"last_hidden_state must be a floating-point tensor, got {got}")
+    if last_hidden_state.dim() != 3:
+        raise ValueError(
+            f"last_hidden_state must be [batch, pos, d_model], got {tuple(last_hidden_state.shape)}"
+        )
     if attention_mask is None:
         return last_hidden_state.mean(dim=1)
+    if not isinstance(attention_mask, torch.Tensor):
+        raise TypeError(f"attention_mask must be a tensor, got {type(attention_mask).__name__}")
+    if attention_mask.shape != last_hidden_state.shape[:2]:
+        raise ValueError(
+            f"attention_mask must be [batch, pos]={tuple(last_hidden_state.shape[:2])}, "
+            f"got {tuple(attention_mask.shape)}"
+        )
     weights = attention_mask.to(last_hidden_state.dtype).unsqueeze(-1)  # [batch, pos, 1]
     return (last_hidden_state * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
 
@@ -351,6 +383,13 @@ def sentence_embeddings(
 ) -> torch.Tensor:
     """Sentence vectors ``[n, d_model]``: mean pooling of the last hidden states, then unit
     length (all-MiniLM-L6-v2 truncates to 256 tokens)."""
+    if isinstance(sentences, str):
+        raise TypeError(
+            "sentences must be a list of strings; a single str would be read as one sentence "
+            'per character: pass ["..."]'
+        )
+    if isinstance(sentences, torch.Tensor) or not hasattr(sentences, "__iter__"):
+        raise TypeError(f"sentences must be a list of strings, got {type(sentences).__name__}")
     device = next(model.parameters()).device
     batch = tokenizer(list(sentences), max_length=max_length).to(device)
     out = model(batch.input_ids, batch.attention_mask, output_attentions=False)

@@ -139,8 +139,16 @@ class TinyTransformer(nn.Module):
         self.embed = Hook()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype not in (torch.int64, torch.int32) or x.dim() != 2:
-            raise ValueError(f"x must be [batch, pos] integer ids, got {x.dtype} {tuple(x.shape)}")
+        if not isinstance(x, torch.Tensor) or x.dtype not in (torch.int64, torch.int32):
+            got = getattr(x, "dtype", type(x).__name__)
+            raise TypeError(f"x must be a tensor of integer token ids, got {got}")
+        if x.dim() != 2 or x.shape[1] == 0:
+            raise ValueError(f"x must be [batch, pos] integer ids, got shape {tuple(x.shape)}")
+        low, high = (int(t) for t in torch.aminmax(x))
+        if low < 0 or high >= self.cfg.d_vocab:
+            raise ValueError(
+                f"x must be in [0, {self.cfg.d_vocab}), got values from {low} to {high}"
+            )
         h = self.W_E(x) * math.sqrt(self.cfg.d_model)  # [batch, pos, d_model]
         if self.pos is not None:
             h = self.pos(h)
@@ -188,8 +196,15 @@ def toy_batches(
 
 def toy_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
     """Mean cross-entropy over every answered position of a batch ``(x, y)``."""
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        raise TypeError(f"batch must be a pair (x, y), got {type(batch).__name__}")
     x, y = batch
     logits = model(x)  # [batch, pos, n_answers, d_vocab]
+    if not isinstance(y, torch.Tensor) or y.shape != logits.shape[:-1]:
+        got = tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__
+        raise ValueError(
+            f"targets y must be [batch, pos, n_answers]={tuple(logits.shape[:-1])}, got {got}"
+        )
     return F.cross_entropy(logits.flatten(0, 2), y.flatten(), ignore_index=IGNORE)
 
 

@@ -109,6 +109,8 @@ class KVCache:
     value: attention to the earlier tokens reads their cached keys and values."""
 
     def __init__(self, n_layers: int):
+        if not isinstance(n_layers, int) or isinstance(n_layers, bool) or n_layers <= 0:
+            raise ValueError(f"n_layers must be a positive int, got {n_layers!r}")
         self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers
 
     @property
@@ -120,6 +122,11 @@ class KVCache:
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor):
         """Append the new positions' ``k``, ``v`` and return the whole cached keys/values."""
         old = self.layers[layer]
+        if old is not None and (old[0].shape[:2] != k.shape[:2] or old[0].shape[3] != k.shape[3]):
+            raise ValueError(
+                f"the cache holds [batch, n_heads, pos, d_head]={tuple(old[0].shape)} but the new "
+                f"keys are {tuple(k.shape)}; use model.new_cache() for another batch"
+            )
         if old is not None:
             k, v = torch.cat([old[0], k], dim=-2), torch.cat([old[1], v], dim=-2)
         self.layers[layer] = (k, v)
@@ -215,6 +222,7 @@ class GPT(nn.Module):
                 f"{offset + idx.shape[1]} positions exceed the context length "
                 f"n_ctx={self.config.n_ctx}; crop the input to its last n_ctx tokens"
             )
+        check_token_range(idx, self.config.d_vocab, "idx")
 
     def forward(self, idx: torch.Tensor, kv_cache: KVCache | None = None) -> torch.Tensor:
         """Logits ``[batch, pos, d_vocab]`` for token ids ``idx [batch, pos]``.
@@ -223,6 +231,12 @@ class GPT(nn.Module):
         after the cached ones, attend to the cached keys and values, and add their own to
         the cache. The logits equal those of running the whole sequence without a cache.
         """
+        if kv_cache is not None and not isinstance(kv_cache, KVCache):
+            raise TypeError(f"kv_cache must be a KVCache or None, got {type(kv_cache).__name__}")
+        if kv_cache is not None and len(kv_cache.layers) != len(self.blocks):
+            raise ValueError(
+                f"kv_cache has {len(kv_cache.layers)} layers but the model has {len(self.blocks)}"
+            )
         offset = 0 if kv_cache is None else kv_cache.length
         self._check_idx(idx, offset)
         x = self.drop(self.pos(self.W_E[idx], offset=offset))  # [batch, pos, d_model]
@@ -251,8 +265,17 @@ class GPT(nn.Module):
         ``gelu_new`` is the tanh approximation of GELU; the layer norm epsilon is
         ``layer_norm_epsilon``; the language-model head is tied to ``wte``.
         """
-        hf_config = hf_model.config
         transformer = getattr(hf_model, "transformer", hf_model)
+        hf_config = getattr(hf_model, "config", None)
+        if (
+            not isinstance(hf_model, nn.Module)
+            or not all(hasattr(transformer, name) for name in ("wte", "wpe", "h", "ln_f"))
+            or getattr(hf_config, "model_type", None) != "gpt2"
+        ):
+            raise TypeError(
+                "expected a Hugging Face GPT2LMHeadModel or GPT2Model, "
+                f"got {type(hf_model).__name__}"
+            )
         act = hf_config.activation_function
         if act not in ("gelu_new", "gelu_pytorch_tanh", "gelu"):
             raise ValueError(f"unsupported GPT-2 activation_function {act!r}")
@@ -307,6 +330,17 @@ class GPT(nn.Module):
         return ours
 
 
+def check_token_range(ids: torch.Tensor, d_vocab: int, name: str = "token ids") -> None:
+    """Raise a ValueError unless every id is in ``[0, d_vocab)`` (one min/max: negative
+    ids would silently index from the end of ``W_E``)."""
+    if ids.numel() == 0:
+        return
+    low, high = torch.aminmax(ids)
+    low, high = int(low), int(high)
+    if low < 0 or high >= d_vocab:
+        raise ValueError(f"{name} must be in [0, {d_vocab}), got values from {low} to {high}")
+
+
 def _copy_ln(ours: LayerNorm, theirs: nn.LayerNorm) -> None:
     ours.gain.copy_(theirs.weight)
     ours.bias.copy_(theirs.bias)
@@ -316,8 +350,17 @@ def _copy_ln(ours: LayerNorm, theirs: nn.LayerNorm) -> None:
 def lm_loss(model: nn.Module, batch) -> torch.Tensor:
     """Mean next-token cross-entropy (nats per token) of ``model`` on ``batch = (x, y)``,
     where ``y`` is ``x`` shifted one position to the left."""
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        raise TypeError(
+            f"batch must be a pair (x, y) of token-id tensors, got {type(batch).__name__}"
+        )
     x, y = batch
     logits = model(x)  # [batch, pos, d_vocab]
+    if not isinstance(y, torch.Tensor) or logits.shape[:-1] != y.shape:
+        got = tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__
+        raise ValueError(
+            f"targets y must have the shape of x {tuple(logits.shape[:-1])}, got {got}"
+        )
     return F.cross_entropy(logits.flatten(0, 1), y.flatten())
 
 
@@ -331,11 +374,9 @@ def evaluate_lm(
     length by default), so every token but the first is predicted exactly once, from the
     tokens before it in its window, as in training. Deterministic: no sampling.
     """
-    n_ctx = n_ctx or model.config.n_ctx
-    if data.dim() != 1 or len(data) < 2:
-        raise ValueError(
-            f"data must be a 1-d tensor of at least 2 token ids, got shape {tuple(data.shape)}"
-        )
+    n_ctx = _check_lm_args(model, data, n_ctx, "data")
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -439,26 +480,63 @@ def train_gpt(
     from ..data.shakespeare import get_batch
     from ..train import train
 
-    n_ctx = n_ctx or model.config.n_ctx
+    n_ctx = _check_lm_args(model, train_ids, n_ctx, "train_ids")
+    if not isinstance(recipe, TrainRecipe):
+        raise TypeError(f"recipe must be a TrainRecipe, got {type(recipe).__name__}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if len(train_ids) <= n_ctx:
+        raise ValueError(
+            f"train_ids has {len(train_ids)} tokens; windows of n_ctx={n_ctx} need more"
+        )
     generator = torch.Generator().manual_seed(seed)
 
     def batches():
         while True:
             yield get_batch(train_ids, recipe.batch_size, n_ctx, generator=generator)
 
-    return train(
-        model,
-        batches(),
-        lm_loss,
-        steps=recipe.steps,
-        optimizer=make_optimizer(model, recipe),
-        lr_schedule=lambda step: lr_factor(step, recipe),
-        grad_clip=recipe.grad_clip,
-        device=device,
-        progress=progress,
-        eval_fn=eval_fn,
-        eval_every=eval_every,
-    )
+    # dropout draws from the global generators: seed them for this run only, and give the
+    # caller's random state back afterwards
+    cuda = [torch.cuda.current_device()] if torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.manual_seed(seed)
+        return train(
+            model,
+            batches(),
+            lm_loss,
+            steps=recipe.steps,
+            optimizer=make_optimizer(model, recipe),
+            lr_schedule=lambda step: lr_factor(step, recipe),
+            grad_clip=recipe.grad_clip,
+            device=device,
+            progress=progress,
+            eval_fn=eval_fn,
+            eval_every=eval_every,
+        )
+
+
+def _check_lm_args(model, ids, n_ctx, name: str) -> int:
+    """Check a model and 1-d token ids for language modelling; return the window length."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.long, torch.int):
+        got = getattr(ids, "dtype", type(ids).__name__)
+        raise TypeError(f"{name} must be a tensor of integer token ids, got {got}")
+    if ids.dim() != 1 or len(ids) < 2:
+        raise ValueError(
+            f"{name} must be a 1-d tensor of at least 2 token ids, got shape {tuple(ids.shape)}"
+        )
+    config = getattr(model, "config", None)
+    if n_ctx is None:
+        n_ctx = getattr(config, "n_ctx", None)
+        if n_ctx is None:
+            raise ValueError("n_ctx is needed for a model without config.n_ctx")
+    if not isinstance(n_ctx, int) or isinstance(n_ctx, bool) or n_ctx <= 0:
+        raise ValueError(f"n_ctx must be a positive int, got {n_ctx!r}")
+    d_vocab = getattr(config, "d_vocab", None)
+    if isinstance(d_vocab, int):
+        check_token_range(ids, d_vocab, name)
+    return n_ctx
 
 
 # Named settings: a model shape (GPTConfig fields except d_vocab) and a training recipe.

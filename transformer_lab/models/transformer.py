@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..blocks import DecoderBlock, EncoderBlock
+from ..blocks import DecoderBlock, EncoderBlock, check_memory
 from ..hooks import Hook
 from ..layers import LayerNorm
 from ..masks import causal_mask, combine_masks, padding_mask_from_ids
@@ -182,6 +182,7 @@ class EncoderDecoder(nn.Module):
         set); ``src_mask`` is the source padding mask used by cross-attention.
         """
         self._check_ids(tgt, self.cfg.d_vocab_tgt)
+        check_memory(memory)
         if tgt_mask is None:
             tgt_mask = causal_mask(tgt.shape[1], device=tgt.device)
             if self.cfg.pad_id is not None:
@@ -197,6 +198,8 @@ class EncoderDecoder(nn.Module):
     def load_torch_transformer(self, m: nn.Transformer) -> EncoderDecoder:
         """Copy the encoder and decoder stacks of an ``nn.Transformer`` with the same shape
         (the embeddings and output projection, which ``nn.Transformer`` lacks, stay ours)."""
+        if not isinstance(m, nn.Transformer):
+            raise TypeError(f"expected nn.Transformer, got {type(m).__name__}")
         if m.d_model != self.cfg.d_model:
             raise ValueError(f"torch model has d_model={m.d_model} but ours has {self.cfg.d_model}")
         if len(m.encoder.layers) != len(self.encoder.blocks) or len(m.decoder.layers) != len(
