@@ -104,6 +104,16 @@ def test_cache_file_round_trip(tmp_cache):
     files[0].write_text("{broken")  # a damaged file is rebuilt
     numbers._load.cache_clear()
     assert numbers.load(**SMALL).test == data.test
+    for damaged in (
+        '{"test": [[1, 2, 3]]}',
+        '{"test": 5}',
+        "[]",
+        "\x00\xff",
+    ):  # valid JSON, wrong form
+        files[0].write_text(damaged)
+        numbers._load.cache_clear()
+        assert numbers.load(**SMALL).test == data.test
+        assert json.loads(files[0].read_text())["test"][0][0] == data.test[0].number
 
 
 def test_max_src_len_and_french(tmp_cache):

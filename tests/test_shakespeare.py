@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
+import pytest
 import torch
 
 from transformer_lab.data import shakespeare as sh
@@ -134,3 +138,51 @@ def test_get_batch_targets_are_inputs_shifted():
     assert torch.equal(y[:, :-1], x[:, 1:]) and torch.equal(y[:, -1], x[:, -1] + 1)
     g2 = torch.Generator().manual_seed(0)
     assert torch.equal(sh.get_batch(data, 4, 8, generator=g2)[0], x)
+
+
+def test_damaged_cache_files_are_rebuilt(tmp_path, monkeypatch):
+    plays = sh.load_plays()
+    small_train, small_val = plays[0][1], plays[1][1]
+    monkeypatch.setattr(sh, "train_val_text", lambda *a, **k: (small_train, small_val))
+    monkeypatch.setenv("TRANSFORMER_LAB_CACHE", str(tmp_path))
+    sh.bpe_tokenizer.cache_clear()
+    sh._encode_splits.cache_clear()
+    try:
+        tok = sh.bpe_tokenizer(300)
+        want = sh._encode_splits(tok)
+        json_path = tok.cache_path
+        ids_path = json_path.with_suffix(".ids.pt")
+        good_json = json_path.read_bytes()
+        damaged_ids = [
+            b"not a pickle",  # garbage
+            b"",  # empty
+            ids_path.read_bytes()[:100],  # truncated
+        ]
+        torch.save({"train": torch.tensor([1, 2]), "val": torch.tensor([999])}, tmp_path / "x")
+        damaged_ids.append((tmp_path / "x").read_bytes())  # ids out of the vocabulary
+        torch.save([1, 2, 3], tmp_path / "x")
+        damaged_ids.append((tmp_path / "x").read_bytes())  # not the expected dict
+        for damaged in damaged_ids:
+            ids_path.write_bytes(damaged)
+            sh._encode_splits.cache_clear()
+            with pytest.warns(UserWarning, match=re.escape(f"cache file {ids_path} was damaged")):
+                got = sh._encode_splits(tok)
+            assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+            assert torch.load(ids_path, weights_only=True)["val"].equal(want[1])  # rewritten
+        for damaged in (b"{broken", b"", good_json[: len(good_json) // 2], b'{"model": 1}'):
+            json_path.write_bytes(damaged)
+            sh.bpe_tokenizer.cache_clear()
+            with pytest.warns(UserWarning, match=re.escape(f"cache file {json_path} was damaged")):
+                again = sh.bpe_tokenizer(300)
+            assert json_path.read_bytes() == good_json  # retrained, byte-identical
+            assert again.encode(small_val[:300]) == tok.encode(small_val[:300])
+    finally:
+        sh.bpe_tokenizer.cache_clear()
+        sh._encode_splits.cache_clear()
+
+
+def test_every_torch_load_is_weights_only():
+    root = Path(sh.__file__).resolve().parents[1]
+    for path in root.rglob("*.py"):
+        for call in re.findall(r"torch\.load\([^)]*\)", path.read_text()):
+            assert "weights_only=True" in call, f"{path.name}: {call}"

@@ -237,7 +237,14 @@ class WordPieceTokenizer:
     @classmethod
     def from_file(cls, path: str | Path, max_length: int = 512) -> WordPieceTokenizer:
         tokenizers = _require("tokenizers", "tokenizers")
-        return cls(tokenizers.Tokenizer.from_file(str(path)), max_length)
+        try:
+            backend = tokenizers.Tokenizer.from_file(str(path))
+        except Exception as err:  # missing or damaged: the reader's errors have no common class
+            raise ValueError(
+                f"could not read a tokenizer from {path}: {err}; if the file is damaged, "
+                "delete or reinstall it"
+            ) from err
+        return cls(backend, max_length)
 
     @classmethod
     def train(

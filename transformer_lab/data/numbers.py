@@ -442,7 +442,7 @@ def _load(config: NumbersConfig, use_cache_file: bool) -> NumberData:
                 s: [Pair(n, tuple(src.split()), tuple(tgt.split())) for n, src, tgt in raw[s]]
                 for s in NumberData.SPLITS
             }
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
             splits = None  # a damaged cache file is rebuilt
     if splits is None:
         splits = _build(config)

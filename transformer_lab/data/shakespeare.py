@@ -325,7 +325,15 @@ def bpe_tokenizer(vocab_size: int = 1024) -> BPETokenizer:
     digest = hashlib.sha256(f"{vocab_size}\n{train}".encode()).hexdigest()[:16]
     path = cache_dir() / f"shakespeare_bpe_{vocab_size}_{digest}.json"
     if path.is_file():
-        return BPETokenizer(Tokenizer.from_file(str(path)), path)
+        try:
+            cached = Tokenizer.from_file(str(path))
+        except Exception:  # a damaged file (the reader's errors have no common class)
+            cached = None
+        if cached is not None and cached.get_vocab_size() == vocab_size:
+            return BPETokenizer(cached, path)
+        _discard_damaged(path)  # rebuilt below
+        _encode_splits.cache_clear()
+        path.with_suffix(".ids.pt").unlink(missing_ok=True)  # encoded by the damaged one
     tok = _train_bpe(train, vocab_size)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tok.save(str(tmp))
@@ -345,8 +353,10 @@ def _encode_splits(tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
     path = getattr(tokenizer, "cache_path", None)
     ids_path = path.with_suffix(".ids.pt") if path is not None else None
     if ids_path is not None and ids_path.is_file():
-        cached = torch.load(ids_path)
-        return cached["train"], cached["val"]
+        splits = _read_ids(ids_path, tokenizer.vocab_size)
+        if splits is not None:
+            return splits
+        _discard_damaged(ids_path)  # rebuilt below
     train, val = train_val_text()
     splits = tokenizer.encode_tensor(train), tokenizer.encode_tensor(val)
     if ids_path is not None:  # BPE encoding of the training plays takes seconds: keep it
@@ -354,6 +364,36 @@ def _encode_splits(tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
         torch.save({"train": splits[0], "val": splits[1]}, tmp)
         os.replace(tmp, ids_path)
     return splits
+
+
+def _read_ids(path: Path, vocab_size: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The cached ``(train, val)`` ids of ``path``, or None when the file is damaged or does
+    not hold two 1-d tensors of ids below ``vocab_size``. Loaded with ``weights_only=True``:
+    plain tensors only, never code."""
+    try:
+        cached = torch.load(path, map_location="cpu", weights_only=True)
+        splits = cached["train"], cached["val"]
+    except Exception:  # truncated or foreign files fail in many ways inside the reader
+        return None
+    for t in splits:
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.long or t.dim() != 1 or not len(t):
+            return None
+        if int(t.min()) < 0 or int(t.max()) >= vocab_size:
+            return None
+    return splits
+
+
+def _discard_damaged(path: Path) -> None:
+    """Remove a damaged cache file so it is rebuilt; say so, naming the file."""
+    import warnings
+
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as err:
+        raise ValueError(
+            f"the cache file {path} is damaged and could not be removed ({err}); delete it by hand"
+        ) from err
+    warnings.warn(f"the cache file {path} was damaged and is rebuilt", stacklevel=3)
 
 
 def get_batch(
@@ -365,8 +405,16 @@ def get_batch(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Random windows of ``block_size`` tokens: inputs ``x`` and targets ``y`` (``x``
     shifted one to the left), both ``[batch, block_size]``."""
+    if not isinstance(data, torch.Tensor) or data.dtype not in (torch.long, torch.int):
+        got = getattr(data, "dtype", type(data).__name__)
+        raise TypeError(f"data must be a tensor of integer token ids, got {got}")
     if data.dim() != 1:
         raise ValueError(f"data must be a 1-d tensor of token ids, got shape {tuple(data.shape)}")
+    for name, value in (("batch_size", batch_size), ("block_size", block_size)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
     if len(data) <= block_size:
         raise ValueError(f"data has {len(data)} tokens, need more than block_size={block_size}")
     start = torch.randint(len(data) - block_size, (batch_size,), generator=generator)
