@@ -30,6 +30,7 @@ from .ch01_embeddings import check_cosine_similarity, check_embedding_lookup, ch
 from .ch02_rnn import check_gru_chain, check_rnn
 from .ch03_seq2seq import check_attention_step
 from .ch04_self_attention import check_attention, check_attention_weights
+from .ch05_scaling import check_half_weight_temperature, check_score_divisor
 from .ch06_masking import check_causal_mask, check_masked_attention, check_padding_mask
 from .ch07_positions import check_shift_matrix, check_sinusoidal_encoding
 from .ch08_multi_head import check_multi_head_attention, check_split_heads
@@ -37,6 +38,7 @@ from .ch09_add_and_norm import check_layer_norm, check_layer_norm_by_hand
 from .ch10_block import check_block_parameter_count, check_feed_forward, check_pre_ln_block
 from .ch11_encoder_decoder import check_cross_attention
 from .ch12_bert import check_mean_pool, check_previous_token_score
+from .ch13_gpt import check_nucleus
 from .runner import CheckResult, WrongAnswer, run_check
 
 __all__ = [
@@ -55,6 +57,9 @@ __all__ = [
     # chapters 4 and 5
     "check_attention_weights",
     "check_attention",
+    # chapter 5
+    "check_score_divisor",
+    "check_half_weight_temperature",
     # chapters 6 and 13
     "check_causal_mask",
     "check_padding_mask",
@@ -77,4 +82,6 @@ __all__ = [
     # chapter 12
     "check_previous_token_score",
     "check_mean_pool",
+    # chapter 13
+    "check_nucleus",
 ]
