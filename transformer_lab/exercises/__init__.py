@@ -31,7 +31,6 @@ from .ch02_rnn import check_gru_chain, check_rnn
 from .ch03_seq2seq import check_attention_step
 from .ch04_self_attention import check_attention, check_attention_weights
 from .ch05_scaling import check_half_weight_temperature, check_score_divisor
-from .ch05_scaling import check_half_weight_temperature, check_score_divisor
 from .ch06_masking import check_causal_mask, check_masked_attention, check_padding_mask
 from .ch07_positions import check_shift_matrix, check_sinusoidal_encoding
 from .ch08_multi_head import check_multi_head_attention, check_split_heads
@@ -58,9 +57,6 @@ __all__ = [
     # chapters 4 and 5
     "check_attention_weights",
     "check_attention",
-    # chapter 5
-    "check_score_divisor",
-    "check_half_weight_temperature",
     # chapter 5
     "check_score_divisor",
     "check_half_weight_temperature",
