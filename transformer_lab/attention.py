@@ -37,6 +37,9 @@ def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...] | None:
     Plain Python on purpose: it runs on every attention call, and
     ``torch.broadcast_shapes`` costs more than a small attention kernel.
     """
+    for s in shapes:
+        if not isinstance(s, (tuple, list, torch.Size)):
+            raise TypeError(f"shapes must be tuples of ints, got {type(s).__name__}")
     out = []
     for sizes in zip_longest(*(reversed(s) for s in shapes), fillvalue=1):
         size = max(sizes)
@@ -111,8 +114,8 @@ def empty_rows(mask: torch.Tensor) -> torch.Tensor | None:
         raise TypeError(f"mask must be a bool tensor (True = may attend), got {got}")
     if mask.dim() == 0:
         raise ValueError("mask must have at least one dimension [..., key_pos], got a 0-d tensor")
-    empty = ~mask.any(dim=-1, keepdim=True)  # [..., query_pos, 1]
-    return empty if bool(empty.any()) else None
+    full = mask.any(dim=-1, keepdim=True)  # [..., query_pos, 1]
+    return None if bool(full.all()) else ~full
 
 
 def _empty_rows(mask: torch.Tensor) -> torch.Tensor | None:
@@ -226,10 +229,38 @@ def _fused(q, k, v, mask, scale, dropout_p):
 # ``keys [batch, key_pos, d_key]`` to scores ``[batch, key_pos]``.
 
 
+def _check_sizes(**sizes) -> None:
+    for name, value in sizes.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def _check_score_inputs(query, keys, d_query=None, d_key=None) -> None:
+    """``query [batch, d_query]`` and ``keys [batch, key_pos, d_key]``, floating point."""
+    for name, t, dims, want in (
+        ("query", query, 2, "[batch, d_query]"),
+        ("keys", keys, 3, "[batch, key_pos, d_key]"),
+    ):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            got = getattr(t, "dtype", type(t).__name__)
+            raise TypeError(f"{name} must be a floating-point tensor {want}, got {got}")
+        if t.dim() != dims:
+            raise ValueError(f"{name} must be {want}, got shape {tuple(t.shape)}")
+    if query.shape[0] != keys.shape[0]:
+        raise ValueError(f"query has batch={query.shape[0]} but keys have batch={keys.shape[0]}")
+    if keys.shape[1] == 0:
+        raise ValueError("keys are an empty sequence (key_pos=0)")
+    if d_query is not None and query.shape[-1] != d_query:
+        raise ValueError(f"query has {query.shape[-1]} features but the score expects {d_query}")
+    if d_key is not None and keys.shape[-1] != d_key:
+        raise ValueError(f"keys have {keys.shape[-1]} features but the score expects {d_key}")
+
+
 class DotScore(nn.Module):
     """Dot-product score ``s_j = h_dec . h_enc_j`` (Luong et al. 2015); needs equal sizes."""
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        _check_score_inputs(query, keys)
         if query.shape[-1] != keys.shape[-1]:
             raise ValueError(
                 "dot score needs equal sizes: "
@@ -243,10 +274,12 @@ class MultiplicativeScore(nn.Module):
 
     def __init__(self, d_query: int, d_key: int):
         super().__init__()
+        _check_sizes(d_query=d_query, d_key=d_key)
         self.W = nn.Parameter(torch.empty(d_query, d_key))
         nn.init.xavier_uniform_(self.W)
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        _check_score_inputs(query, keys, *self.W.shape)
         projected = query @ self.W  # [batch, d_key]
         return (keys @ projected.unsqueeze(-1)).squeeze(-1)  # [batch, key_pos]
 
@@ -256,12 +289,15 @@ class AdditiveScore(nn.Module):
 
     def __init__(self, d_query: int, d_key: int, d_attn: int | None = None):
         super().__init__()
-        d_attn = d_attn or d_key
+        _check_sizes(d_query=d_query, d_key=d_key)
+        d_attn = d_key if d_attn is None else d_attn
+        _check_sizes(d_attn=d_attn)
         self.W_1 = nn.Linear(d_query, d_attn, bias=False)
         self.W_2 = nn.Linear(d_key, d_attn, bias=True)
         self.v = nn.Linear(d_attn, 1, bias=False)
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        _check_score_inputs(query, keys, self.W_1.in_features, self.W_2.in_features)
         hidden = torch.tanh(
             self.W_1(query).unsqueeze(-2) + self.W_2(keys)
         )  # [batch, key_pos, d_attn]
@@ -270,6 +306,9 @@ class AdditiveScore(nn.Module):
 
 def make_score(kind: str, d_query: int, d_key: int) -> nn.Module:
     """Build a score module by name: ``"dot"``, ``"multiplicative"`` or ``"additive"``."""
+    for name, value in (("d_query", d_query), ("d_key", d_key)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
     kinds = {
         "dot": lambda: DotScore(),
         "multiplicative": lambda: MultiplicativeScore(d_query, d_key),
@@ -300,8 +339,24 @@ def attend(
         context ``[batch, d_value]`` and weights ``[batch, key_pos]`` (zeros for a row
         with no real source token).
     """
+    if not isinstance(score, nn.Module):
+        raise TypeError(
+            f"score must be a score module (see make_score), got {type(score).__name__}"
+        )
     values = keys if values is None else values
     scores = score(query, keys)  # [batch, key_pos]
+    if (
+        not isinstance(values, torch.Tensor)
+        or values.dim() != 3
+        or values.shape[:2] != keys.shape[:2]
+    ):
+        got = tuple(values.shape) if isinstance(values, torch.Tensor) else type(values).__name__
+        raise ValueError(
+            f"values must be [batch, key_pos, d_value] with [batch, key_pos]="
+            f"{tuple(keys.shape[:2])}, got {got}"
+        )
+    if values.dtype != scores.dtype:
+        raise TypeError(f"values have dtype {values.dtype} but the scores {scores.dtype}")
     if mask is not None:
         check_mask(mask, scores.shape)
     weights = attention_weights(scores, mask)  # [batch, key_pos]

@@ -50,8 +50,13 @@ def stack_attentions(attentions, index: int = 0) -> np.ndarray:
     if isinstance(attentions, (torch.Tensor, np.ndarray)) and attentions.ndim == 4:
         layers = [attentions[i] for i in range(attentions.shape[0])]
         index = None
-    else:
+    elif isinstance(attentions, (list, tuple)):
         layers = list(attentions)
+    else:
+        raise TypeError(
+            "attentions must be a list of [batch, n_heads, pos, pos] tensors or a 4-d array, "
+            f"got {type(attentions).__name__}"
+        )
     out = []
     for i, a in enumerate(layers):
         a = a.detach().to("cpu").float().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
@@ -143,6 +148,8 @@ def head_pattern_scores(attentions, tokens: Sequence[str]) -> dict[str, np.ndarr
 def top_heads(scores: np.ndarray, k: int = 3) -> list[tuple[int, int, float]]:
     """The ``k`` largest entries of a ``[n_layers, n_heads]`` array as ``(layer, head, value)``
     (NaN entries never count)."""
+    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+        raise ValueError(f"k must be a positive int, got {k!r}")
     scores = np.asarray(scores, dtype=float)
     if scores.ndim != 2:
         raise ValueError(f"scores must be [n_layers, n_heads], got shape {scores.shape}")
@@ -249,6 +256,14 @@ class AttentionBrowser:
 
     def __init__(self, model, tokenizer, sentence: str, *, layer: int = 0, head: int = 0):
         import ipywidgets as w
+
+        if not isinstance(sentence, str):
+            raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+        if not hasattr(model, "cfg") or not callable(tokenizer):
+            raise TypeError(
+                "model must be a BertModel and tokenizer a WordPieceTokenizer, got "
+                f"{type(model).__name__} and {type(tokenizer).__name__}"
+            )
 
         self.model, self.tokenizer = model, tokenizer
         cfg = model.cfg

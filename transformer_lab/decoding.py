@@ -40,6 +40,14 @@ class Hypothesis:
     finished: bool  # ended with <eos> (False: stopped by max_len)
 
 
+def _check_model(model) -> None:
+    if not all(callable(getattr(model, name, None)) for name in ("encode", "decode")):
+        raise TypeError(
+            "model must be an encoder-decoder with encode(src) and decode(tgt, memory), "
+            f"got {type(model).__name__}"
+        )
+
+
 def _check(src: torch.Tensor, max_len: int, beam_size: int = 1, length_penalty: float = 0.0):
     if not isinstance(src, torch.Tensor) or src.dim() != 2 or src.shape[1] == 0:
         shape = tuple(src.shape) if isinstance(src, torch.Tensor) else type(src).__name__
@@ -76,6 +84,7 @@ def greedy_decode(
     row stops at its ``<eos>`` and the rest of the row is ``pad_id``. Stops early once every
     row has produced ``<eos>``."""
     _check(src, max_len)
+    _check_model(model)
     was_training = model.training
     model.eval()
     memory, src_mask = _encode(model, src)
@@ -122,6 +131,7 @@ def beam_hypotheses(
     ``batch * beam_size`` prefixes, and a row leaves the batch once its search is over; the
     bookkeeping of each row is done in Python."""
     _check(src, max_len, beam_size, length_penalty)
+    _check_model(model)
     was_training = model.training
     model.eval()
     memory, src_mask = _encode(model, src)
@@ -258,12 +268,18 @@ def sequence_score(
     if outputs.shape[0] != src.shape[0]:
         raise ValueError(f"outputs has batch={outputs.shape[0]} but src has batch={src.shape[0]}")
     outputs = outputs.long()
+    _check_model(model)
     was_training = model.training
     model.eval()
     memory, src_mask = _encode(model, src)
     bos = torch.full((outputs.shape[0], 1), bos_id, dtype=torch.long, device=outputs.device)
     tgt_in = torch.cat([bos, outputs[:, :-1]], dim=1)
     log_probs = F.log_softmax(model.decode(tgt_in, memory, src_mask).float(), dim=-1)
+    if int(outputs.min()) < 0 or int(outputs.max()) >= log_probs.shape[-1]:
+        raise ValueError(
+            f"outputs must be in [0, {log_probs.shape[-1]}), got values from "
+            f"{int(outputs.min())} to {int(outputs.max())}"
+        )
     picked = log_probs.gather(-1, outputs[..., None])[..., 0]  # [batch, n]
     is_eos = (outputs == eos_id).long()
     after_eos = (is_eos.cumsum(1) - is_eos) > 0  # positions after the first <eos>

@@ -8,7 +8,34 @@ import random
 import numpy as np
 import torch
 
-__all__ = ["device", "seed_everything"]
+__all__ = ["device", "seed_everything", "check_device"]
+
+
+def check_device(choice, name: str = "device") -> torch.device:
+    """``torch.device(choice)``, or a ValueError that names the problem: a string that is
+    not a device, or a CUDA/MPS device this machine does not have."""
+    if not isinstance(choice, (str, torch.device)):
+        raise TypeError(
+            f"{name} must be a device name or torch.device, got {type(choice).__name__}"
+        )
+    try:
+        dev = torch.device(choice)
+    except RuntimeError as err:
+        raise ValueError(
+            f"{name} must name a device such as 'cpu', 'cuda' or 'mps', got {choice!r}"
+        ) from err
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"{name}={choice!r} but CUDA is not available on this machine")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(
+                f"{name}={choice!r} but this machine has {torch.cuda.device_count()} CUDA devices"
+            )
+    if dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError(f"{name}={choice!r} but MPS is not available on this machine")
+    return dev
 
 
 def device(prefer: str | None = None) -> torch.device:
@@ -17,15 +44,12 @@ def device(prefer: str | None = None) -> torch.device:
     ``prefer`` (or the environment variable ``TRANSFORMER_LAB_DEVICE``) forces a
     choice, e.g. ``"cpu"`` to reproduce the CPU numbers on a GPU machine.
     """
+    if prefer is not None and not isinstance(prefer, (str, torch.device)):
+        raise TypeError(f"prefer must be a device name such as 'cpu', got {type(prefer).__name__}")
     choice = prefer or os.environ.get("TRANSFORMER_LAB_DEVICE")
     if choice:
-        try:
-            return torch.device(choice)
-        except RuntimeError as err:
-            source = "prefer" if prefer else "TRANSFORMER_LAB_DEVICE"
-            raise ValueError(
-                f"{source} must name a device such as 'cpu', 'cuda' or 'mps', got {choice!r}"
-            ) from err
+        source = "prefer" if prefer else "TRANSFORMER_LAB_DEVICE"
+        return check_device(choice, source)
     if torch.cuda.is_available():
         return torch.device("cuda")
     mps = getattr(torch.backends, "mps", None)
@@ -42,6 +66,8 @@ def seed_everything(seed: int = 0, deterministic: bool = False) -> torch.Generat
     """
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)

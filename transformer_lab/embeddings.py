@@ -27,11 +27,23 @@ __all__ = [
 ]
 
 
+class UnknownTokenError(KeyError, ValueError):
+    """A token that is not in the vocabulary (a KeyError, and a ValueError as the book's
+    bad-input errors are)."""
+
+
+class TokenIndexError(IndexError, ValueError):
+    """An index outside the vocabulary (an IndexError, and a ValueError)."""
+
+
 class Vocabulary:
     """An ordered list of distinct tokens; a token's index is its position in the list."""
 
     def __init__(self, tokens: Iterable[str]):
         self.tokens = list(tokens)
+        bad = [t for t in self.tokens if not isinstance(t, str)]
+        if bad:
+            raise TypeError(f"tokens must be strings, got {bad[:3]!r}")
         self.index = {}
         for i, token in enumerate(self.tokens):
             if token in self.index:
@@ -52,22 +64,35 @@ class Vocabulary:
 
     def encode(self, tokens: Sequence[str]) -> torch.Tensor:
         """Indices of ``tokens`` as a LongTensor ``[pos]``; unknown tokens raise KeyError."""
+        if isinstance(tokens, str):
+            raise TypeError(
+                f"tokens must be a list of tokens; a str would be read character by character: "
+                f"pass [{tokens!r}]"
+            )
         missing = [t for t in tokens if t not in self.index]
         if missing:
-            raise KeyError(f"not in the vocabulary: {missing}")
+            raise UnknownTokenError(f"not in the vocabulary: {missing}")
         return torch.tensor([self.index[t] for t in tokens], dtype=torch.long)
 
     def decode(self, ids: Sequence[int] | torch.Tensor) -> list[str]:
         """The tokens at ``ids``."""
+        if isinstance(ids, torch.Tensor) and (ids.dim() != 1 or ids.is_floating_point()):
+            raise ValueError(
+                f"ids must be a 1-d integer tensor, got {ids.dtype} {tuple(ids.shape)}"
+            )
         ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise TypeError(f"ids must be ints, got {ids!r}")
         bad = [i for i in ids if not 0 <= i < len(self)]
         if bad:
-            raise IndexError(f"indices {bad} are outside 0..{len(self) - 1}")
+            raise TokenIndexError(f"indices {bad} are outside 0..{len(self) - 1}")
         return [self.tokens[i] for i in ids]
 
 
 def one_hot(indices: torch.Tensor, vocab_size: int, dtype=torch.float32) -> torch.Tensor:
     """One-hot vectors ``[..., vocab_size]`` (float, so they can multiply ``W_E``)."""
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size <= 0:
+        raise ValueError(f"vocab_size must be a positive int, got {vocab_size!r}")
     indices = torch.as_tensor(indices)
     if indices.dtype.is_floating_point or indices.dtype == torch.bool:
         raise TypeError(f"indices must be integers, got {indices.dtype}")
@@ -81,13 +106,32 @@ def one_hot(indices: torch.Tensor, vocab_size: int, dtype=torch.float32) -> torc
 
 def cosine_similarity(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
     """``a.b / (|a| |b|)`` along the last axis (broadcasting); 0 for a zero vector."""
+    _check_pair(a, b)
     dot = (a * b).sum(-1)
     return dot / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(eps)
 
 
 def euclidean_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``|a - b|`` along the last axis (broadcasting)."""
+    _check_pair(a, b)
     return (a - b).norm(dim=-1)
+
+
+def _check_pair(a, b) -> None:
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            got = getattr(t, "dtype", type(t).__name__)
+            raise TypeError(f"{name} must be a floating-point tensor, got {got}")
+        if t.dim() == 0:
+            raise ValueError(f"{name} must have a last axis of features, got a 0-d tensor")
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"a has {a.shape[-1]} features but b has {b.shape[-1]}")
+    try:
+        torch.broadcast_shapes(a.shape, b.shape)
+    except RuntimeError:
+        raise ValueError(
+            f"shapes {tuple(a.shape)} and {tuple(b.shape)} do not broadcast together"
+        ) from None
 
 
 def nearest(
@@ -102,6 +146,23 @@ def nearest(
     ``metric`` is ``"cosine"`` (largest similarity first) or ``"euclidean"`` (smallest
     distance first). A token query is left out of its own list.
     """
+    if metric not in ("cosine", "euclidean"):
+        raise ValueError(f"metric must be 'cosine' or 'euclidean', got {metric!r}")
+    if not isinstance(W_E, torch.Tensor) or W_E.dim() != 2 or not W_E.is_floating_point():
+        got = tuple(W_E.shape) if isinstance(W_E, torch.Tensor) else type(W_E).__name__
+        raise ValueError(f"W_E must be a float [d_vocab, d_model] tensor, got {got}")
+    if (
+        not isinstance(k, int)
+        or isinstance(k, bool)
+        or not 1 <= k <= len(vocab) - isinstance(query, str)
+    ):
+        raise ValueError(
+            f"k must be an int in [1, {len(vocab) - isinstance(query, str)}], got {k!r}"
+        )
+    if isinstance(query, torch.Tensor) and (query.dim() != 1 or query.shape[0] != W_E.shape[1]):
+        raise ValueError(
+            f"a query vector must be [d_model]=[{W_E.shape[1]}], got {tuple(query.shape)}"
+        )
     if len(vocab) != W_E.shape[0]:
         raise ValueError(f"W_E has {W_E.shape[0]} rows but the vocabulary {len(vocab)} tokens")
     skip = None

@@ -32,6 +32,8 @@ class Hook(nn.Module):
         return self._store is not None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"a hook passes tensors through, got {type(x).__name__}")
         if self._store is not None:
             self._store[self.name] = x.detach()
         return x
@@ -42,6 +44,8 @@ def capture(model: nn.Module, names: str | Iterable[str] | None = None) -> Itera
     """Within the block, every :class:`Hook` of ``model`` whose name matches one of
     ``names`` (shell patterns such as ``"*.pattern"``; all when None) stores its value
     in the yielded dict."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
     if isinstance(names, str):
         names = [names]
     patterns = list(names) if names is not None else ["*"]

@@ -17,11 +17,28 @@ __all__ = ["LayerNorm", "FeedForward", "MultiHeadAttention", "ACTIVATIONS", "aff
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
 
 
+def _autocast(t: torch.Tensor) -> bool:
+    """Whether autocast is on for ``t``'s device (dtypes then legitimately differ)."""
+    try:
+        return torch.is_autocast_enabled(t.device.type)
+    except TypeError:  # torch < 2.4 takes no device type
+        return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
+
+
 def affine(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
     """``x @ W + b`` for ``x [..., d_in]``, ``W [d_in, d_out]``: the book's layout
     (``Q = X W_Q``). One fused matrix-multiply-and-add (``F.linear`` takes the transposed
     weight of ``nn.Linear``), cheaper than a product and a separate addition."""
-    return F.linear(x, W.T, b)
+    try:
+        return F.linear(x, W.T, b)
+    except (RuntimeError, AttributeError, TypeError) as err:  # checked on failure: hot path
+        shapes = [getattr(t, "shape", type(t).__name__) for t in (x, W, b)]
+        shapes = [tuple(s) if not isinstance(s, str) else s for s in shapes]
+        kind = ValueError if isinstance(err, RuntimeError) else TypeError
+        raise kind(
+            f"affine needs tensors x [..., d_in], W [d_in, d_out], b [d_out] or None of one "
+            f"dtype; got x {shapes[0]}, W {shapes[1]}, b {shapes[2]}"
+        ) from err
 
 
 class LayerNorm(nn.Module):
@@ -97,12 +114,30 @@ class FeedForward(nn.Module):
         self.hidden = Hook()
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
+        if not isinstance(h, torch.Tensor) or not h.is_floating_point():
+            got = getattr(h, "dtype", type(h).__name__)
+            raise TypeError(f"FeedForward expects a floating-point tensor, got {got}")
+        if h.dim() == 0 or h.shape[-1] != self.W_1.shape[0]:
+            raise ValueError(
+                f"FeedForward expects [..., d_model={self.W_1.shape[0]}], got {tuple(h.shape)}"
+            )
+        if h.dtype != self.W_1.dtype and not _autocast(h):
+            raise TypeError(f"input has dtype {h.dtype} but the weights {self.W_1.dtype}")
         pre = affine(h, self.W_1, self.b_1)  # [..., d_mlp]
         hidden = self.hidden(ACTIVATIONS[self.activation](pre))  # [..., d_mlp]
         return affine(self.dropout(hidden), self.W_2, self.b_2)  # [..., d_model]
 
     def load_linear(self, linear1: nn.Linear, linear2: nn.Linear) -> FeedForward:
         """Copy weights from two ``nn.Linear`` layers (as in ``nn.TransformerEncoderLayer``)."""
+        want = ((self.W_1.shape[1], self.W_1.shape[0]), (self.W_2.shape[1], self.W_2.shape[0]))
+        for name, lin, shape in (("linear1", linear1, want[0]), ("linear2", linear2, want[1])):
+            if not isinstance(lin, nn.Linear):
+                raise TypeError(f"{name} must be an nn.Linear, got {type(lin).__name__}")
+            if tuple(lin.weight.shape) != shape or lin.bias is None:
+                raise ValueError(
+                    f"{name} must be nn.Linear with bias and weight {shape}, "
+                    f"got weight {tuple(lin.weight.shape)}"
+                )
         with torch.no_grad():
             self.W_1.copy_(linear1.weight.T)
             self.b_1.copy_(linear1.bias)
@@ -231,6 +266,8 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError(f"{name} has {t.shape[-1]} features but the layer expects {d}")
             if t.shape[1] == 0:
                 raise ValueError(f"{name} is an empty sequence (pos=0)")
+            if t.dtype != self.W_Q.dtype and not _autocast(t):
+                raise TypeError(f"{name} has dtype {t.dtype} but the weights {self.W_Q.dtype}")
         if key.shape[:2] != value.shape[:2]:
             raise ValueError(
                 f"key is [batch, key_pos]={tuple(key.shape[:2])} "

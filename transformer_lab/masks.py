@@ -92,6 +92,8 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
         return None
     out = present[0]
     for m in present:
+        if not isinstance(m, torch.Tensor):
+            raise TypeError(f"masks must be bool tensors or None, got {type(m).__name__}")
         if m.dtype != torch.bool:
             raise TypeError(f"masks must be bool (True = may attend), got {m.dtype}")
     for m in present[1:]:
@@ -135,6 +137,8 @@ def to_torch_mask(mask: torch.Tensor | None, *, key_padding: bool = False) -> to
     """
     if mask is None:
         return None
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a bool tensor or None, got {type(mask).__name__}")
     if key_padding:
         if mask.dim() != 4 or mask.shape[1:3] != (1, 1):
             raise ValueError(
@@ -156,6 +160,8 @@ def from_torch_mask(
     """
     if torch_mask is None:
         return None
+    if not isinstance(torch_mask, torch.Tensor):
+        raise TypeError(f"torch_mask must be a tensor or None, got {type(torch_mask).__name__}")
     if torch_mask.dtype == torch.bool:
         mask = ~torch_mask
     elif torch_mask.is_floating_point():

@@ -58,6 +58,9 @@ class LearnedPositions(nn.Module):
 
     def __init__(self, max_pos: int, d_model: int, init_std: float = 0.02):
         super().__init__()
+        for name, value in (("max_pos", max_pos), ("d_model", d_model)):
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
         self.W_pos = nn.Parameter(torch.randn(max_pos, d_model) * init_std)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -72,6 +75,9 @@ class LearnedPositions(nn.Module):
 
 def _check_input(x: torch.Tensor, offset: int, d_model: int) -> int:
     """Validate ``x [..., pos, d_model]`` and ``offset``; return ``pos``."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        got = getattr(x, "dtype", type(x).__name__)
+        raise TypeError(f"x must be a floating-point tensor [..., pos, d_model], got {got}")
     if x.dim() < 2 or x.shape[-1] != d_model:
         raise ValueError(f"expected x of shape [..., pos, {d_model}], got {tuple(x.shape)}")
     try:

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from .device import check_device
 from .models.bert import BertConfig, BertForPreTraining, BertModel
 
 __all__ = [
@@ -72,6 +73,12 @@ def minilm_dir() -> Path:
 
 def config_from_hf(hf: dict) -> BertConfig:
     """Translate a Hugging Face BERT ``config.json`` (as a dict) into a :class:`BertConfig`."""
+    if not isinstance(hf, dict):
+        raise TypeError(f"hf must be a dict (a parsed config.json), got {type(hf).__name__}")
+    need = ("vocab_size", "hidden_size", "num_attention_heads", "intermediate_size")
+    missing = [k for k in (*need, "num_hidden_layers", "max_position_embeddings") if k not in hf]
+    if missing:
+        raise ValueError(f"the BERT config lacks {missing}")
     if hf.get("hidden_act", "gelu") != "gelu":
         raise ValueError(f"only the exact (erf) GELU is supported, config has {hf['hidden_act']!r}")
     if hf.get("position_embedding_type", "absolute") != "absolute":
@@ -137,6 +144,10 @@ def _hf_names(cfg: BertConfig, heads: bool) -> dict[str, tuple[str, bool]]:
     return names
 
 
+class MissingWeightsError(KeyError, ValueError):
+    """A state dict without some of the tensors the model needs (a KeyError and a ValueError)."""
+
+
 def load_hf_bert_weights(
     model: BertModel | BertForPreTraining, state_dict: dict[str, torch.Tensor]
 ):
@@ -145,12 +156,20 @@ def load_hf_bert_weights(
     Raises a KeyError naming the missing tensors, and a ValueError on a shape mismatch or
     on tensors that would be silently dropped. Returns ``model``.
     """
+    if not isinstance(model, (BertModel, BertForPreTraining)):
+        raise TypeError(
+            f"model must be a BertModel or BertForPreTraining, got {type(model).__name__}"
+        )
+    if not isinstance(state_dict, dict):
+        raise TypeError(f"state_dict must be a dict of tensors, got {type(state_dict).__name__}")
     heads = isinstance(model, BertForPreTraining)
     names = _hf_names(model.cfg, heads)
     ignorable = ("position_ids", "token_type_ids", "cls.predictions.decoder")  # buffers, tied copy
     missing = sorted(hf for hf, _ in names.values() if hf not in state_dict)
     if missing:
-        raise KeyError(f"the state dict lacks {len(missing)} tensors, e.g. {missing[:4]}")
+        raise MissingWeightsError(
+            f"the state dict lacks {len(missing)} tensors, e.g. {missing[:4]}"
+        )
     used = {hf for hf, _ in names.values()}
     unused = sorted(k for k in state_dict if k not in used and not any(s in k for s in ignorable))
     if unused:
@@ -187,6 +206,7 @@ class TokenBatch:
         return getattr(self, key)
 
     def to(self, device) -> TokenBatch:
+        device = check_device(device) if isinstance(device, str) else device
         return TokenBatch(
             self.input_ids.to(device),
             self.attention_mask.to(device),
@@ -348,6 +368,7 @@ def minilm(device: torch.device | str | None = None) -> tuple[BertModel, WordPie
     """
     safetensors_torch = _require("safetensors.torch", "safetensors")
     path = minilm_dir()
+    device = None if device is None else check_device(device)
     cfg = config_from_hf(json.loads((path / "config.json").read_text()))
     model = BertModel(cfg)
     load_hf_bert_weights(model, safetensors_torch.load_file(str(path / "model.safetensors")))

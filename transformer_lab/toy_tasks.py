@@ -30,7 +30,7 @@ from .hooks import Hook
 from .layers import LayerNorm
 from .masks import causal_mask
 from .positional import LearnedPositions, SinusoidalPositions
-from .train import TrainResult, num_threads, train
+from .train import TrainResult, check_labels, num_threads, train
 
 __all__ = [
     "IGNORE",
@@ -121,6 +121,8 @@ class TinyTransformer(nn.Module):
 
     def __init__(self, cfg: ToyConfig):
         super().__init__()
+        if not isinstance(cfg, ToyConfig):
+            raise TypeError(f"cfg must be a ToyConfig, got {type(cfg).__name__}")
         self.cfg = cfg
         self.W_E = nn.Embedding(cfg.d_vocab, cfg.d_model)
         nn.init.normal_(self.W_E.weight, std=cfg.d_model**-0.5)
@@ -160,6 +162,13 @@ class TinyTransformer(nn.Module):
             h = self.ln_final(h)
         logits = self.W_U(h)  # [batch, pos, n_answers * d_vocab]
         return logits.unflatten(-1, (self.cfg.n_answers, self.cfg.d_vocab))
+
+
+def _check_toy_model(model) -> None:
+    if not isinstance(model, nn.Module) or not hasattr(model, "cfg"):
+        raise TypeError(
+            f"model must be a TinyTransformer (an nn.Module with a cfg), got {type(model).__name__}"
+        )
 
 
 def _lengths(lengths: int | Sequence[int]) -> list[int]:
@@ -205,6 +214,7 @@ def toy_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torc
         raise ValueError(
             f"targets y must be [batch, pos, n_answers]={tuple(logits.shape[:-1])}, got {got}"
         )
+    check_labels(y, logits.shape[-1], ignore_index=IGNORE)
     return F.cross_entropy(logits.flatten(0, 2), y.flatten(), ignore_index=IGNORE)
 
 
@@ -224,6 +234,7 @@ def train_toy(
     splitting each operation across threads costs more than it saves (see
     :func:`transformer_lab.train.num_threads`). Other keyword arguments go to ``train``
     (``grad_clip=None``, ``eval_fn=...``)."""
+    _check_toy_model(model)
     batches = toy_batches(
         task, model.cfg.d_vocab, batch_size=batch_size, lengths=lengths, seed=seed
     )
@@ -244,6 +255,7 @@ def accuracy(
 ) -> torch.Tensor:
     """Share of correct answers at each position, ``[pos, n_answers]`` (NaN where a
     position has no answer), on one fresh batch of length ``n``."""
+    _check_toy_model(model)
     make = _task(task)
     device = device or next(model.parameters()).device
     x, y = make(batch_size, n, model.cfg.d_vocab, torch.Generator().manual_seed(seed))

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .device import seed_everything
+from .device import check_device, seed_everything
 
 __all__ = ["TrainResult", "train", "evaluate", "seq2seq_loss", "to_device", "num_threads"]
 
@@ -49,6 +49,8 @@ class TrainResult:
 
     def smoothed(self, window: int = 20) -> list[float]:
         """Running mean of the losses over the last ``window`` steps."""
+        if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+            raise ValueError(f"window must be a positive int, got {window!r}")
         out, total = [], 0.0
         for i, loss in enumerate(self.losses):
             total += loss
@@ -60,6 +62,8 @@ class TrainResult:
 
 def to_device(batch, device):
     """Move a batch to ``device``: anything with ``.to``, or tuples/lists/dicts of those."""
+    if isinstance(device, str):
+        device = check_device(device)
     if hasattr(batch, "to"):
         return batch.to(device)
     if isinstance(batch, (tuple, list)):
@@ -75,13 +79,38 @@ def seq2seq_loss(model: nn.Module, batch) -> torch.Tensor:
     ``model(batch.src, batch.tgt_in)`` must return logits ``[batch, tgt_pos, d_vocab]``;
     the loss is the mean over target tokens that are not padding (``batch.pad_id``).
     """
+    for attr in ("src", "tgt_in", "tgt_out", "pad_id"):
+        if not hasattr(batch, attr):
+            raise TypeError(
+                f"batch must have src, tgt_in, tgt_out and pad_id (a numbers.Batch), "
+                f"got {type(batch).__name__} without {attr}"
+            )
     logits = model(batch.src, batch.tgt_in)  # [batch, tgt_pos, d_vocab]
     if logits.shape[:2] != batch.tgt_out.shape:
         raise ValueError(
             f"model returned logits of shape {tuple(logits.shape)} for targets of shape "
             f"{tuple(batch.tgt_out.shape)}; expected [batch, tgt_pos, d_vocab]"
         )
+    check_labels(batch.tgt_out, logits.shape[-1], ignore_index=batch.pad_id)
     return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=batch.pad_id)
+
+
+def check_labels(labels: torch.Tensor, n_classes: int, ignore_index: int | None = None) -> None:
+    """Raise a ValueError unless every label is in ``[0, n_classes)`` or ``ignore_index``
+    (one min/max; ``F.cross_entropy`` would give an IndexError or a device assert)."""
+    if not isinstance(labels, torch.Tensor) or labels.dtype not in (torch.long, torch.int):
+        got = getattr(labels, "dtype", type(labels).__name__)
+        raise TypeError(f"labels must be a tensor of integer class ids, got {got}")
+    if labels.numel() == 0:
+        return
+    if ignore_index is not None:
+        labels = labels.masked_fill(labels == ignore_index, 0)
+    low, high = (int(t) for t in torch.aminmax(labels))
+    if low < 0 or high >= n_classes:
+        extra = f" (or ignore_index={ignore_index})" if ignore_index is not None else ""
+        raise ValueError(
+            f"labels must be in [0, {n_classes}){extra}, got values from {low} to {high}"
+        )
 
 
 @contextmanager
@@ -153,9 +182,23 @@ def train(
         threads: CPU threads for the loop (see :func:`num_threads`); None keeps the
             current setting.
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be a function (model, batch) -> loss, got {loss_fn!r}")
+    if not hasattr(batches, "__iter__"):
+        raise TypeError(f"batches must be an iterable of batches, got {type(batches).__name__}")
+    if (
+        isinstance(lr, bool)
+        or not isinstance(lr, (int, float))
+        or not (lr > 0 and math.isfinite(lr))
+    ):
+        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+    if grad_clip is not None and not (isinstance(grad_clip, (int, float)) and grad_clip > 0):
+        raise ValueError(f"grad_clip must be None or a positive number, got {grad_clip!r}")
     if steps is None and seconds is None and not hasattr(batches, "__len__"):
         raise ValueError("an endless stream of batches needs steps= or seconds= to stop")
-    if steps is not None and (not isinstance(steps, int) or steps < 0):
+    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 0):
         raise ValueError(f"steps must be a non-negative int, got {steps!r}")
     if seconds is not None and not seconds > 0:
         raise ValueError(f"seconds must be positive, got {seconds!r}")
@@ -166,7 +209,7 @@ def train(
     with num_threads(threads):
         if seed is not None:
             seed_everything(seed)
-        device = _model_device(model) if device is None else torch.device(device)
+        device = _model_device(model) if device is None else check_device(device)
         model.to(device)
         if optimizer is None:
             optimizer = torch.optim.Adam(model.parameters(), lr=lr)
@@ -243,7 +286,11 @@ def evaluate(
 ) -> float:
     """Mean of ``loss_fn`` over a finite iterable of batches, in eval mode, no gradients.
     Each batch counts in proportion to its length (``len(batch)``) when it has one."""
-    device = _model_device(model) if device is None else torch.device(device)
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be a function (model, batch) -> loss, got {loss_fn!r}")
+    device = _model_device(model) if device is None else check_device(device)
     model.eval()
     total, count = 0.0, 0
     for batch in batches:

@@ -107,6 +107,8 @@ def tokenize(sentence: str) -> list[str]:
 @lru_cache(maxsize=4096)
 def token_embedding(token: str) -> torch.Tensor:
     """A fixed random embedding ``[D_MODEL]`` for a token, seeded by its lower-cased text."""
+    if not isinstance(token, str):
+        raise TypeError(f"token must be a str, got {type(token).__name__}")
     digest = hashlib.blake2b(token.lower().encode("utf-8"), digest_size=8).digest()
     generator = torch.Generator().manual_seed(int.from_bytes(digest, "little") % 2**63)
     return torch.randn(D_MODEL, generator=generator)
@@ -119,6 +121,8 @@ def projections(d_k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     Entries have variance ``1 / D_MODEL``, so each entry of ``q = x W_Q`` has variance
     about 1 for an embedding with unit-variance entries.
     """
+    if not isinstance(d_k, int) or isinstance(d_k, bool) or d_k <= 0:
+        raise ValueError(f"d_k must be a positive int, got {d_k!r}")
     generator = torch.Generator().manual_seed(1000 + d_k)
     W = torch.randn(3, D_MODEL, d_k, generator=generator) / math.sqrt(D_MODEL)
     return W[0], W[1], W[2]

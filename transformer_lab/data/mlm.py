@@ -16,11 +16,14 @@ lays a pair out as ``[CLS] A [SEP] B [SEP]`` with segment ids ``0 ... 0 1 ... 1`
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import torch
+
+from ..device import check_device
 
 __all__ = [
     "IGNORE_INDEX",
@@ -133,6 +136,10 @@ class SentencePair(Generic[T]):
     b: T  # sentence B: the true next sentence, or a random one
     is_next: int  # 1 when B follows A in the document, 0 when B is random
 
+    def __post_init__(self):
+        if self.is_next not in (0, 1) or isinstance(self.is_next, float):
+            raise ValueError(f"is_next must be 0 or 1, got {self.is_next!r}")
+
 
 def next_sentence_pairs(
     documents: Sequence[Sequence[T]],
@@ -145,6 +152,8 @@ def next_sentence_pairs(
     is that successor with probability ``next_prob`` (0.5 in BERT), otherwise a random
     sentence from a different document (or, with a single document, any sentence other
     than A's successor)."""
+    if not isinstance(n_pairs, int) or isinstance(n_pairs, bool) or n_pairs < 0:
+        raise ValueError(f"n_pairs must be an int >= 0, got {n_pairs!r}")
     docs = [list(d) for d in documents]
     if not docs or sum(len(d) for d in docs) < 2:
         raise ValueError("need at least two sentences in total")
@@ -202,6 +211,13 @@ def pad_batch(
     """Right-pad to the longest: ``(ids [batch, pos], attention_mask [batch, pos])``."""
     if not sequences:
         raise ValueError("need at least one sequence")
+    for s in sequences:
+        try:
+            ok = not isinstance(s, str) and all(operator.index(i) is not None for i in s)
+        except TypeError:
+            ok = False
+        if not ok:
+            raise TypeError(f"sequences must hold lists of int token ids, got {s!r}")
     width = max(len(s) for s in sequences)
     ids = torch.full((len(sequences), width), pad_value, dtype=torch.long)
     mask = torch.zeros((len(sequences), width), dtype=torch.long)
@@ -232,6 +248,7 @@ class PretrainingBatch:
         return getattr(self, key)
 
     def to(self, device) -> PretrainingBatch:
+        device = check_device(device) if isinstance(device, str) else device
         return PretrainingBatch(*(getattr(self, k).to(device) for k in self.keys()))
 
 

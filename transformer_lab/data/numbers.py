@@ -43,6 +43,8 @@ from pathlib import Path
 
 import torch
 
+from ..device import check_device
+
 __all__ = [
     "LANGUAGES",
     "SPECIALS",
@@ -105,6 +107,8 @@ def _converter(lang: str):
 def split_german(word: str) -> list[str]:
     """Split one German number word into morphemes: ``"einundzwanzig"`` ->
     ``["ein", "und", "zwanzig"]``. Raises ValueError on a word that is not a number."""
+    if not isinstance(word, str):
+        raise TypeError(f"word must be a str, got {type(word).__name__}")
     word = word.lower()
     out, i = [], 0
     while i < len(word):
@@ -134,6 +138,8 @@ def _fix_german_eins(morphemes: list[str]) -> list[str]:
 def tokenize(text: str, lang: str) -> list[str]:
     """Lower-case word tokens of a number written by num2words; hyphens and commas split
     words and are dropped; German compounds are split into morphemes."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
     _check_lang(lang)
     words = [w for w in re.split(r"[\s,\-]+", text.lower()) if w]
     if lang == "de":
@@ -289,6 +295,7 @@ class Batch:
         return self.src != self.pad_id
 
     def to(self, device) -> Batch:
+        device = check_device(device) if isinstance(device, str) else device
         return Batch(self.src.to(device), self.tgt.to(device), self.index, self.pad_id)
 
     def __len__(self) -> int:
@@ -306,6 +313,11 @@ class NumberData:
     SPLITS = ("train", "val", "test")
 
     def __init__(self, config: NumbersConfig, splits: dict[str, list[Pair]]):
+        if not isinstance(config, NumbersConfig):
+            raise TypeError(f"config must be a NumbersConfig, got {type(config).__name__}")
+        if not isinstance(splits, dict) or set(splits) != set(self.SPLITS):
+            got = sorted(splits) if isinstance(splits, dict) else type(splits).__name__
+            raise ValueError(f"splits must be a dict with keys {list(self.SPLITS)}, got {got}")
         self.config = config
         self.train, self.val, self.test = (splits[s] for s in self.SPLITS)
         every = [p for s in self.SPLITS for p in splits[s]]
@@ -480,6 +492,12 @@ def predict(translate, data: NumberData, split: str = "test", batch_size: int = 
     """Translate every source of ``split``: ``translate(src [batch, src_pos]) -> ids
     [batch, out_pos]`` (greedy or any other decoder; ``<bos>``/padding are skipped and
     each row is cut at its first ``<eos>``). Returns a list of token lists in split order."""
+    if not callable(translate):
+        raise TypeError(f"translate must be a function src -> ids, got {type(translate).__name__}")
+    if not isinstance(data, NumberData):
+        raise TypeError(f"data must be a NumberData, got {type(data).__name__}")
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     n = len(data.split(split))
     out = []
     for start in range(0, n, batch_size):

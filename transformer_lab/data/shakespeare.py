@@ -207,6 +207,8 @@ class CharTokenizer:
     """One token per character: ``stoi`` maps a character to its id, ``itos`` back."""
 
     def __init__(self, chars: str):
+        if not isinstance(chars, str):
+            raise TypeError(f"chars must be a str, got {type(chars).__name__}")
         chars = "".join(sorted(set(chars)))
         if not chars:
             raise ValueError("a character tokenizer needs at least one character")
@@ -232,7 +234,11 @@ class CharTokenizer:
         return torch.from_numpy(ids.astype(np.int64))
 
     def decode(self, ids) -> str:
-        return "".join(self.itos[int(i)] for i in ids)
+        ids = [int(i) for i in ids]
+        bad = [i for i in ids if not 0 <= i < self.vocab_size]
+        if bad:
+            raise ValueError(f"ids must be in [0, {self.vocab_size}), got {bad[:5]}")
+        return "".join(self.itos[i] for i in ids)
 
     def chars_per_token(self, text: str) -> float:
         return 1.0
@@ -263,6 +269,10 @@ class BPETokenizer:
     :class:`CharTokenizer`. Wraps a ``tokenizers.Tokenizer``."""
 
     def __init__(self, tokenizer, cache_path: Path | None = None):
+        if not all(hasattr(tokenizer, a) for a in ("encode", "decode", "get_vocab_size")):
+            raise TypeError(
+                f"tokenizer must be a tokenizers.Tokenizer, got {type(tokenizer).__name__}"
+            )
         self.tokenizer = tokenizer
         self.cache_path = cache_path  # where it is saved; its encoded splits sit beside it
 
@@ -345,6 +355,11 @@ def encode_splits(tokenizer=None) -> tuple[torch.Tensor, torch.Tensor]:
     """Training and validation text as 1-d ``torch.long`` tensors of token ids
     (the character tokenizer when ``tokenizer`` is None)."""
     tokenizer = char_tokenizer() if tokenizer is None else tokenizer
+    if not isinstance(tokenizer, (CharTokenizer, BPETokenizer)):
+        raise TypeError(
+            "tokenizer must be a CharTokenizer, a BPETokenizer or None, "
+            f"got {type(tokenizer).__name__}"
+        )
     return _encode_splits(tokenizer)
 
 

@@ -29,6 +29,7 @@ from ..blocks import EncoderBlock
 from ..data.mlm import IGNORE_INDEX
 from ..hooks import Hook
 from ..layers import LayerNorm
+from ..train import check_labels
 
 __all__ = [
     "BertConfig",
@@ -136,6 +137,8 @@ class BertModel(nn.Module):
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
+        if not isinstance(cfg, BertConfig):
+            raise TypeError(f"cfg must be a BertConfig, got {type(cfg).__name__}")
         self.cfg = cfg
         self.embeddings = BertEmbeddings(cfg)
         self.blocks = nn.ModuleList(
@@ -293,10 +296,22 @@ class BertForPreTraining(nn.Module):
         ``IGNORE_INDEX`` (only those go through the vocabulary projection, as in BERT)
         plus, when ``is_next [batch]`` (1 = true next sentence) is given, the
         next-sentence cross-entropy."""
+        if not isinstance(labels, torch.Tensor) or not isinstance(input_ids, torch.Tensor):
+            raise TypeError(
+                f"input_ids and labels must be tensors, got {type(input_ids).__name__} "
+                f"and {type(labels).__name__}"
+            )
         if labels.shape != input_ids.shape:
             raise ValueError(
                 f"labels must be [batch, pos] = {tuple(input_ids.shape)}, got {tuple(labels.shape)}"
             )
+        check_labels(labels, self.cfg.d_vocab, ignore_index=IGNORE_INDEX)
+        if is_next is not None:
+            if not isinstance(is_next, torch.Tensor) or is_next.shape != input_ids.shape[:1]:
+                got = tuple(is_next.shape) if isinstance(is_next, torch.Tensor) else is_next
+                raise ValueError(f"is_next must be [batch]={tuple(input_ids.shape[:1])}, got {got}")
+            if is_next.is_floating_point() or not bool(((is_next == 0) | (is_next == 1)).all()):
+                raise ValueError(f"is_next must hold 0 or 1, got {is_next.tolist()}")
         out = self.bert(input_ids, attention_mask, segment_ids, output_attentions=False)
         chosen = labels != IGNORE_INDEX  # [batch, pos]
         if not chosen.any():

@@ -32,6 +32,7 @@ from ..blocks import EncoderBlock
 from ..layers import ACTIVATIONS, LayerNorm, affine
 from ..masks import causal_mask
 from ..positional import LearnedPositions
+from ..train import check_labels
 
 __all__ = [
     "GPTConfig",
@@ -87,8 +88,10 @@ class GPTConfig:
             raise ValueError(f"eps must be positive, got {self.eps!r}")
         if not isinstance(self.tie_weights, bool):
             raise TypeError(f"tie_weights must be a bool, got {self.tie_weights!r}")
-        if not self.init_std > 0:
-            raise ValueError(f"init_std must be positive, got {self.init_std!r}")
+        if not (self.init_std > 0 and math.isfinite(self.init_std)):
+            raise ValueError(f"init_std must be a positive finite number, got {self.init_std!r}")
+        if not (self.eps > 0 and math.isfinite(self.eps)):
+            raise ValueError(f"eps must be a positive finite number, got {self.eps!r}")
         if not isinstance(self.fused_norm, bool):
             raise TypeError(f"fused_norm must be a bool, got {self.fused_norm!r}")
         object.__setattr__(self, "_d_mlp", self.d_mlp or 4 * self.d_model)
@@ -140,6 +143,8 @@ class GPTBlock(EncoderBlock):
     def forward_cached(self, x: torch.Tensor, cache: KVCache, layer: int) -> torch.Tensor:
         """``x [batch, new_pos, d_model]`` are the newest positions; ``cache`` holds the
         keys and values of every earlier one and receives this call's."""
+        if not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
         attn = self.attn
         h = self.ln1(x)
         q, k, v = attn._project_qkv(h)  # each [batch, n_heads, new_pos, d_head]
@@ -361,6 +366,7 @@ def lm_loss(model: nn.Module, batch) -> torch.Tensor:
         raise ValueError(
             f"targets y must have the shape of x {tuple(logits.shape[:-1])}, got {got}"
         )
+    check_labels(y, logits.shape[-1])
     return F.cross_entropy(logits.flatten(0, 1), y.flatten())
 
 
@@ -431,6 +437,12 @@ class TrainRecipe:
             raise ValueError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio!r}")
         if not 0 <= self.beta2 < 1:
             raise ValueError(f"beta2 must be in [0, 1), got {self.beta2!r}")
+        for name in ("lr", "min_lr_ratio", "weight_decay", "beta2", "grad_clip"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise ValueError(f"{name} must be finite, got {value!r}")
         if self.weight_decay < 0 or not self.grad_clip > 0:
             raise ValueError("weight_decay must be >= 0 and grad_clip positive")
 
@@ -438,6 +450,10 @@ class TrainRecipe:
 def lr_factor(step: int, recipe: TrainRecipe) -> float:
     """Multiplier of the peak learning rate at ``step`` (0-based): a linear warmup over
     ``recipe.warmup`` steps, then a half cosine from 1 down to ``min_lr_ratio``."""
+    if not isinstance(recipe, TrainRecipe):
+        raise TypeError(f"recipe must be a TrainRecipe, got {type(recipe).__name__}")
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise ValueError(f"step must be an int >= 0, got {step!r}")
     if step < recipe.warmup:
         return (step + 1) / recipe.warmup
     progress = min(1.0, (step - recipe.warmup) / max(1, recipe.steps - 1 - recipe.warmup))
@@ -449,6 +465,10 @@ def lr_factor(step: int, recipe: TrainRecipe) -> float:
 def make_optimizer(model: nn.Module, recipe: TrainRecipe) -> torch.optim.Optimizer:
     """AdamW with weight decay on the weight matrices (and embeddings), none on biases and
     layer norm parameters (Loshchilov & Hutter 2019)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    if not isinstance(recipe, TrainRecipe):
+        raise TypeError(f"recipe must be a TrainRecipe, got {type(recipe).__name__}")
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [
         {"params": [p for p in params if p.dim() >= 2], "weight_decay": recipe.weight_decay},

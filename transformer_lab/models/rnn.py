@@ -93,6 +93,8 @@ class Seq2Seq(nn.Module):
 
     def __init__(self, cfg: Seq2SeqConfig):
         super().__init__()
+        if not isinstance(cfg, Seq2SeqConfig):
+            raise TypeError(f"cfg must be a Seq2SeqConfig, got {type(cfg).__name__}")
         self.cfg = cfg
         rnn = _CELLS[cfg.cell]
         self.W_E_src = nn.Embedding(cfg.d_vocab_src, cfg.d_embed, padding_idx=cfg.pad_id)

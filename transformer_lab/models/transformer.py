@@ -81,11 +81,17 @@ class TransformerConfig:
         return dict(dropout=self.dropout, norm_first=self.norm_first, activation=self.activation)
 
 
+def _check_config(cfg) -> None:
+    if not isinstance(cfg, TransformerConfig):
+        raise TypeError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+
+
 class Encoder(nn.Module):
     """A stack of encoder blocks (and a final layer norm when configured)."""
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
+        _check_config(cfg)
         self.blocks = nn.ModuleList(
             EncoderBlock(cfg.d_model, cfg.n_heads, cfg.d_mlp, **cfg.block_kwargs())
             for _ in range(cfg.n_layers_enc)
@@ -103,6 +109,7 @@ class Decoder(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
+        _check_config(cfg)
         self.blocks = nn.ModuleList(
             DecoderBlock(cfg.d_model, cfg.n_heads, cfg.d_mlp, **cfg.block_kwargs())
             for _ in range(cfg.n_layers_dec)
@@ -126,6 +133,7 @@ class EncoderDecoder(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
+        _check_config(cfg)
         self.cfg = cfg
         self.W_E_src = nn.Embedding(cfg.d_vocab_src, cfg.d_model)
         self.W_E_tgt = nn.Embedding(cfg.d_vocab_tgt, cfg.d_model)
