@@ -99,3 +99,19 @@ def test_seed_everything_deterministic_flag(monkeypatch):
 def test_seed_must_be_an_int(seed):
     with pytest.raises(TypeError, match=rf"seed must be an int, got {type(seed).__name__}"):
         transformer_lab.seed_everything(seed)
+
+
+def test_a_device_this_machine_lacks_is_named(monkeypatch):
+    from transformer_lab.device import check_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.delenv("TRANSFORMER_LAB_DEVICE", raising=False)
+    with pytest.raises(ValueError, match=r"prefer='cuda' but CUDA is not available"):
+        transformer_lab.device("cuda")
+    monkeypatch.setenv("TRANSFORMER_LAB_DEVICE", "cuda:0")
+    with pytest.raises(ValueError, match=r"TRANSFORMER_LAB_DEVICE='cuda:0' but CUDA is not"):
+        transformer_lab.device()
+    with pytest.raises(ValueError, match=r"device='cuda' but CUDA is not available"):
+        check_device("cuda")
+    assert check_device("cpu") == torch.device("cpu")
+    assert transformer_lab.device("cpu") == torch.device("cpu")
