@@ -449,3 +449,28 @@ def test_attend(kind):
     torch.testing.assert_close(attend(score, query, keys)[0], attend(score, query, keys, keys)[0])
     with pytest.raises(ValueError, match=r"mask shape \(3, 4\) does not broadcast to \(3, 5\)"):
         attend(score, query, keys, values, mask[:, :4])
+
+
+def test_sync_free_empty_row_handling_equals_the_cpu_shortcut(monkeypatch):
+    # off the CPU the empty rows are always handled instead of asking the device first;
+    # forced here on the CPU, both branches must give the same numbers
+    import transformer_lab.attention as attention_module
+
+    q, k, v = qkv((2, 3), 5, 6, 4, 4)
+    masks = [random_mask((2, 3), 5, 6), random_mask((2, 3), 5, 6, empty_rows=True)]
+    masks += [causal_mask(5, 6), torch.tensor([True, False, True, True, False, True])]
+    want = [
+        scaled_dot_product_attention(q, k, v, m, need_weights=nw)[0]
+        for m in masks
+        for nw in (True, False)
+    ]
+    monkeypatch.setattr(
+        attention_module, "_empty_rows", lambda mask: ~mask.any(dim=-1, keepdim=True)
+    )
+    got = [
+        scaled_dot_product_attention(q, k, v, m, need_weights=nw)[0]
+        for m in masks
+        for nw in (True, False)
+    ]
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, **F32)
