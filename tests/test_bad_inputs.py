@@ -33,10 +33,12 @@ from transformer_lab import masks as M
 from transformer_lab import parallelism as PA
 from transformer_lab import positional as P
 from transformer_lab import pretrained as PT
+from transformer_lab import timeline as TL
 from transformer_lab import toy_tasks as T
 from transformer_lab import train as TRN
 from transformer_lab import viz as V
 from transformer_lab import widgets as W
+from transformer_lab import word_map as WM
 from transformer_lab.data import mlm as MLM
 from transformer_lab.data import numbers as NU
 from transformer_lab.data import shakespeare as SH
@@ -1656,6 +1658,55 @@ case(
     lambda: L.MultiHeadAttention(8, 2)(x3(2, 3, 8), mask=torch.ones(4, 7, dtype=torch.bool)),
     ValueError,
     "mask shape (4, 7) does not broadcast to (2, 2, 3, 3)",
+)
+
+
+# --- the timeline and the word map (chapter 1) ----------------------------------------------
+
+case(
+    TL.TimelineEntry,
+    lambda: TL.TimelineEntry(2020, "x", "k", "rnn", "y"),
+    ValueError,
+    "family must be one of",
+)
+case(
+    TL.TimelineEntry,
+    lambda: TL.TimelineEntry("2017", "x", "k", "decoder", "y"),
+    TypeError,
+    "year must be an int, got str",
+)
+case(
+    TL.timeline_figure,
+    lambda: TL.timeline_figure([("2017",)]),
+    TypeError,
+    "TimelineEntry objects, got ['tuple']",
+)
+case(TL.timeline_plotly, lambda: TL.timeline_plotly([]), ValueError, "entries is empty")
+case(WM.pca_2d, lambda: WM.pca_2d(f(2, 3)), ValueError, "n >= 3 rows and d >= 2, got (2, 3)")
+case(WM.pca_2d, lambda: WM.pca_2d(ids(1, 2, 3)), TypeError, "X must be a floating-point tensor")
+case(
+    WM.group_separation,
+    lambda: WM.group_separation(f(3, 2), ["a", "b"]),
+    ValueError,
+    "2 labels for 3 rows",
+)
+case(
+    WM.analogy,
+    lambda: WM.analogy("a", "b", "z", f(4, 2), E.Vocabulary("abcd")),
+    ValueError,
+    "not single tokens of the vocabulary: ['z']",
+)
+case(
+    WM.analogy_rank,
+    lambda: WM.analogy_rank("a", "b", "c", "a", f(4, 2), E.Vocabulary("abcd")),
+    ValueError,
+    "expected='a' is one of the question's words",
+)
+case(
+    WM.word_map_plotly,
+    lambda: WM.word_map_plotly(f(3, 3), ["a", "b", "c"], ["x", "x", "y"]),
+    ValueError,
+    "coords must be an [n, 2] tensor, got (3, 3)",
 )
 
 

@@ -26,7 +26,12 @@ Every checker is re-exported here: ``from transformer_lab import exercises`` the
 ``exercises.check_attention(my_attention)``.
 """
 
-from .ch01_embeddings import check_cosine_similarity, check_embedding_lookup, check_one_hot
+from .ch01_embeddings import (
+    check_cosine_similarity,
+    check_embedding_lookup,
+    check_one_hot,
+    check_pca_2d,
+)
 from .ch02_rnn import check_gru_chain, check_rnn
 from .ch03_seq2seq import check_attention_step
 from .ch04_self_attention import check_attention, check_attention_weights
@@ -49,6 +54,7 @@ __all__ = [
     "check_one_hot",
     "check_embedding_lookup",
     "check_cosine_similarity",
+    "check_pca_2d",
     # chapter 2
     "check_rnn",
     "check_gru_chain",

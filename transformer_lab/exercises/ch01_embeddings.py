@@ -1,5 +1,5 @@
-"""Checkers for chapter 1, from words to vectors: one-hot vectors, the embedding lookup and
-cosine similarity."""
+"""Checkers for chapter 1, from words to vectors: one-hot vectors, the embedding lookup,
+cosine similarity and the 2-D map of word vectors (PCA)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from .runner import (
     run_check,
 )
 
-__all__ = ["check_one_hot", "check_embedding_lookup", "check_cosine_similarity"]
+__all__ = ["check_one_hot", "check_embedding_lookup", "check_cosine_similarity", "check_pca_2d"]
 
 
 def check_one_hot(fn, *, strict: bool = False, verbose: bool = True, seed: int = 0) -> CheckResult:
@@ -131,3 +131,79 @@ def check_cosine_similarity(
         return "correct on 3 random inputs, batch dimensions included."
 
     return run_check("check_cosine_similarity", body, strict, verbose)
+
+
+def _align_signs(t: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """``t`` with each column's sign flipped to agree with ``ref`` (PCA leaves it free)."""
+    if t.shape != ref.shape or not t.is_floating_point():
+        return t
+    signs = torch.where((t.double() * ref.double()).sum(0) < 0, -1.0, 1.0).to(t.dtype)
+    return t * signs
+
+
+def check_pca_2d(fn, *, strict: bool = False, verbose: bool = True, seed: int = 0) -> CheckResult:
+    """Check ``fn(X)``: the 2-D PCA map of the rows of ``X [n, d]``.
+
+    ``fn`` must return ``[n, 2]``: the centred rows ``X - X.mean(0)`` projected on the two
+    directions of largest variance, the first two right singular vectors of the centred
+    matrix (rows of ``Vh`` in ``torch.linalg.svd``). Each column's sign is free.
+    """
+    gen = torch.Generator().manual_seed(seed)
+
+    def body():
+        for n, d in [(20, 6), (9, 15), (50, 4)]:
+            scales = torch.linspace(3.0, 0.3, d)  # distinct variances: unique directions
+            X = torch.randn(n, d, generator=gen) * scales + 2.0 * torch.randn(d, generator=gen)
+            describe = f"X of shape {(n, d)}"
+            out = need_tensor(call(fn, (X,), describe), "a tensor [n, 2]")
+            Xc = X - X.mean(0)
+            U, S, Vh = torch.linalg.svd(Xc, full_matrices=False)
+            want = Xc @ Vh[:2].T
+
+            if n != 2 and tuple(out.shape) == (2, n):
+                raise WrongAnswer(
+                    f"expected shape {(n, 2)}, got {(2, n)}: one row per point (the word), "
+                    f"one column per direction ({describe})."
+                )
+            aligned = _align_signs(out, want)
+
+            def mistakes(X=X, Xc=Xc, U=U, Vh=Vh, aligned=aligned):
+                _, _, Vh_raw = torch.linalg.svd(X, full_matrices=False)
+                found = [
+                    (
+                        "you did not subtract the mean first: PCA looks at the spread around "
+                        "the centre, X - X.mean(0)",
+                        X @ Vh_raw[:2].T,
+                    ),
+                    (
+                        "those are U[:, :2], the points divided by their singular values; "
+                        "multiply by S[:2] (or project: (X - mean) @ Vh[:2].T)",
+                        U[:, :2],
+                    ),
+                    (
+                        "you returned the two directions, not the points; project the "
+                        "centred rows on them: (X - mean) @ Vh[:2].T",
+                        Vh[:2],
+                    ),
+                ]
+                if Vh.shape[0] == Vh.shape[1]:  # the wrong axis of Vh fits only when n >= d
+                    found.append(
+                        (
+                            "you took columns of Vh; the directions are its rows, "
+                            "(X - mean) @ Vh[:2].T",
+                            Xc @ Vh[:, :2],
+                        )
+                    )
+                    found.append(
+                        (
+                            "those are the directions of the smallest variance; singular "
+                            "values come largest first, take the first two",
+                            Xc @ Vh[-2:].T,
+                        )
+                    )
+                return [(m, _align_signs(t, aligned)) for m, t in found]
+
+            compare(aligned, want, describe, mistakes)
+        return "correct on 3 random inputs (each direction's sign may differ, as PCA allows)."
+
+    return run_check("check_pca_2d", body, strict, verbose)
