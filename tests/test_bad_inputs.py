@@ -1665,13 +1665,13 @@ case(
 
 case(
     TL.TimelineEntry,
-    lambda: TL.TimelineEntry(2020, "x", "k", "rnn", "y"),
+    lambda: TL.TimelineEntry(2020, "x", "k", "A et al.", "rnn", "y"),
     ValueError,
     "family must be one of",
 )
 case(
     TL.TimelineEntry,
-    lambda: TL.TimelineEntry("2017", "x", "k", "decoder", "y"),
+    lambda: TL.TimelineEntry("2017", "x", "k", "A et al.", "decoder", "y"),
     TypeError,
     "year must be an int, got str",
 )

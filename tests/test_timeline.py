@@ -61,17 +61,24 @@ def test_matplotlib_figure_labels_every_entry():
 
 
 def test_plotly_hover_names_each_citation():
-    citations = {e.key: f"cite-{e.key}" for e in TIMELINE}
-    fig = timeline_plotly(citations=citations)
+    fig = timeline_plotly()
     points = [t for t in fig.data if t.mode == "markers+text"]
     names = [n for t in points for n in t.text]
     cited = [c[0] for t in points for c in t.customdata]
     assert sorted(names) == sorted(e.name for e in TIMELINE)
-    assert sorted(cited) == sorted(citations.values())
+    assert sorted(cited) == sorted(f"{e.who} {e.year}" for e in TIMELINE)
+
+
+def test_authors_as_cited_match_the_bibliography():
+    entries = bib_entries()
+    for e in TIMELINE:
+        author = re.search(r"author\s*=\s*\{(.+?)\},?\n", entries[e.key]).group(1)
+        first = author.split(" and ")[0].split(",")[0].strip()
+        assert e.who == f"{first} et al.", (e.key, e.who, first)
 
 
 def test_bad_entries_are_refused():
     with pytest.raises(ValueError, match="family must be one of"):
-        TimelineEntry(2020, "x", "k", "rnn", "y")
+        TimelineEntry(2020, "x", "k", "A et al.", "rnn", "y")
     with pytest.raises(TypeError, match="TimelineEntry objects"):
         timeline_figure([("2017", "Transformer")])

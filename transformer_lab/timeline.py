@@ -2,9 +2,9 @@
 
 :data:`TIMELINE` lists the papers the book's story runs through, oldest first, each a
 :class:`TimelineEntry` with its year, a short name, its key in ``book/references.bib``,
-the family it belongs to and one line on what it added. :func:`timeline_figure` draws the
-list with matplotlib and :func:`timeline_plotly` as a Plotly figure whose hover text
-names each paper's citation (chapter 1 shows both).
+its authors as cited, the family it belongs to and one line on what it added.
+:func:`timeline_figure` draws the list with matplotlib, :func:`timeline_plotly` as a
+Plotly figure whose hover text names each paper (chapter 1 shows both).
 
 Years are those of the cited publication: BERT's preprint appeared in 2018, its
 conference paper (the one cited) in 2019.
@@ -34,13 +34,14 @@ class TimelineEntry:
     year: int  # year of the cited publication
     name: str  # short name shown on the figure
     key: str  # citation key in book/references.bib
+    who: str  # first author's surname and "et al.", as cited
     family: str  # one of FAMILIES
     added: str  # one line: what it added
 
     def __post_init__(self):
         if not isinstance(self.year, int) or isinstance(self.year, bool):
             raise TypeError(f"year must be an int, got {type(self.year).__name__}")
-        for field in ("name", "key", "added"):
+        for field in ("name", "key", "who", "added"):
             value = getattr(self, field)
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{field} must be a non-empty str, got {value!r}")
@@ -53,6 +54,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         2014,
         "RNN encoder-decoder",
         "cho2014gru",
+        "Cho et al.",
         "recurrent",
         "one RNN reads a phrase into a vector, a second one writes the translation",
     ),
@@ -60,6 +62,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         2014,
         "seq2seq with LSTMs",
         "sutskever2014sequence",
+        "Sutskever et al.",
         "recurrent",
         "deep LSTM encoder and decoder translate whole sentences",
     ),
@@ -67,6 +70,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         2014,
         "the bottleneck measured",
         "cho2014properties",
+        "Cho et al.",
         "recurrent",
         "translation quality falls as sentences get longer",
     ),
@@ -74,6 +78,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         2015,
         "attention in translation",
         "bahdanau2015neural",
+        "Bahdanau et al.",
         "attention",
         "the decoder weighs all encoder states at each step (additive scores)",
     ),
@@ -81,6 +86,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         2015,
         "dot-product attention",
         "luong2015effective",
+        "Luong et al.",
         "attention",
         "simpler multiplicative scores, global and local attention",
     ),
@@ -88,6 +94,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         2015,
         "show, attend and tell",
         "xu2015show",
+        "Xu et al.",
         "attention",
         "a captioner attends to regions of an image for each word",
     ),
@@ -95,6 +102,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         2017,
         "Transformer",
         "vaswani2017attention",
+        "Vaswani et al.",
         "transformer",
         "attention only: self-attention, multi-head, positions; no recurrence",
     ),
@@ -102,6 +110,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         2018,
         "GPT",
         "radford2018improving",
+        "Radford et al.",
         "decoder",
         "a decoder pretrained to predict the next token, then fine-tuned",
     ),
@@ -109,6 +118,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         2019,
         "BERT",
         "devlin2019bert",
+        "Devlin et al.",
         "encoder",
         "an encoder pretrained to fill in masked words, reading both ways",
     ),
@@ -116,6 +126,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         2019,
         "GPT-2",
         "radford2019language",
+        "Radford et al.",
         "decoder",
         "a larger decoder on more text does tasks without fine-tuning",
     ),
@@ -123,6 +134,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         2020,
         "GPT-3",
         "brown2020language",
+        "Brown et al.",
         "decoder",
         "175 billion parameters; tasks from a few examples in the prompt",
     ),
@@ -130,6 +142,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         2023,
         "LLaMA",
         "touvron2023llama",
+        "Touvron et al.",
         "decoder",
         "open decoders trained on public data; RMSNorm, rotary positions, SwiGLU",
     ),
@@ -137,6 +150,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         2025,
         "SmolLM2",
         "allal2025smollm2",
+        "Ben Allal et al.",
         "decoder",
         "a 1.7-billion-parameter decoder trained on about 11 trillion tokens",
     ),
@@ -234,18 +248,12 @@ def _wrap(text: str, width: int) -> str:
     return "\n".join(lines)
 
 
-def timeline_plotly(entries: Sequence[TimelineEntry] = TIMELINE, *, citations=None):
-    """The same timeline as a Plotly figure; hovering a point shows the paper.
-
-    ``citations`` optionally maps a bib key to the text shown on hover (for instance
-    "Vaswani et al. 2017"); by default the key itself is shown.
-    """
+def timeline_plotly(entries: Sequence[TimelineEntry] = TIMELINE):
+    """The same timeline as a Plotly figure; hovering a point shows the paper, its authors
+    and year, and what it added."""
     import plotly.graph_objects as go
 
     entries = _check_entries(entries)
-    if citations is not None and not isinstance(citations, dict):
-        raise TypeError(f"citations must be a dict of key -> text, got {type(citations).__name__}")
-    citations = citations or {}
     heights = _heights(entries)
     fig = go.Figure()
     fig.add_hline(y=0, line={"color": "black", "width": 1.5})
@@ -273,7 +281,7 @@ def timeline_plotly(entries: Sequence[TimelineEntry] = TIMELINE, *, citations=No
             textposition=["top center" if h > 0 else "bottom center" for _, h in chosen],
             marker={"size": 12, "color": _css(color)},
             name=label,
-            customdata=[[citations.get(e.key, e.key), e.added] for e, _ in chosen],
+            customdata=[[f"{e.who} {e.year}", e.added] for e, _ in chosen],
             hovertemplate="<b>%{text}</b> (%{x})<br>%{customdata[1]}<br>%{customdata[0]}"
             "<extra></extra>",
         )
