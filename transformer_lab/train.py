@@ -22,6 +22,7 @@ the data sets' ``Batch``), or element by element for tuples, lists and dicts.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -32,6 +33,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import distributed
+from .checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
 from .device import check_device, seed_everything
 
 __all__ = ["TrainResult", "train", "evaluate", "seq2seq_loss", "to_device", "num_threads"]
@@ -46,6 +49,7 @@ class TrainResult:
     seconds: float = 0.0  # wall time of the loop
     stopped_by: str = ""  # "steps", "seconds" or "data"
     evals: list[tuple[int, float]] = field(default_factory=list)  # (step, eval_fn value)
+    first_step: int = 0  # the step this loop started from: 0, or the saved step when resumed
 
     def smoothed(self, window: int = 20) -> list[float]:
         """Running mean of the losses over the last ``window`` steps."""
@@ -158,6 +162,9 @@ def train(
     eval_fn: Callable[[nn.Module], float] | None = None,
     eval_every: int | None = None,
     threads: int | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
 ) -> TrainResult:
     """Train ``model`` on ``batches`` and return the loss history.
 
@@ -181,6 +188,20 @@ def train(
         eval_every: how often to run ``eval_fn``.
         threads: CPU threads for the loop (see :func:`num_threads`); None keeps the
             current setting.
+        checkpoint: a file to save the run in (see :mod:`transformer_lab.checkpoint`): every
+            ``checkpoint_every`` steps, if given, and when the loop ends.
+        checkpoint_every: how often to save.
+        resume: continue the run saved in ``checkpoint``: weights, optimizer, schedule,
+            losses, step count and random generators are restored, and the first
+            ``step`` batches of ``batches`` are drawn and skipped, so that a stream that
+            starts the same (a seeded one) continues where the saved run left it. The
+            result then covers the whole run, and ``steps`` counts from its start.
+
+    Launched by torchrun (see :mod:`transformer_lab.distributed`, whose ``setup`` must
+    have joined the process group), every process runs this same loop on its own batches:
+    the model is wrapped in ``DistributedDataParallel``, which averages the gradients over
+    the processes; the recorded losses are averages over the processes; only rank 0 shows
+    progress, evaluates and writes checkpoints; all processes stop at the same step.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
@@ -206,36 +227,65 @@ def train(
         raise ValueError("eval_every needs an eval_fn and must be positive")
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("the model has no trainable parameters")
+    if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
+        raise TypeError(f"checkpoint must be a file path, got {type(checkpoint).__name__}")
+    if checkpoint_every is not None and (
+        checkpoint is None
+        or not isinstance(checkpoint_every, int)
+        or isinstance(checkpoint_every, bool)
+        or checkpoint_every <= 0
+    ):
+        raise ValueError("checkpoint_every needs a checkpoint path and must be a positive int")
+    if resume and checkpoint is None:
+        raise ValueError("resume=True needs the checkpoint path to resume from")
     with num_threads(threads):
         if seed is not None:
             seed_everything(seed)
-        device = _model_device(model) if device is None else check_device(device)
+        place = distributed.info()
+        if device is None:
+            device = place.device if place.distributed else _model_device(model)
+        device = check_device(device)
         model.to(device)
         if optimizer is None:
             optimizer = torch.optim.Adam(model.parameters(), lr=lr)
         scheduler = (
             torch.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule) if lr_schedule else None
         )
+        # in a distributed run the loss is computed inside DistributedDataParallel's forward,
+        # so that any loss_fn (one calling model.some_method included) syncs the gradients
+        step_fn = _LossModule(model, loss_fn)
+        if place.distributed:
+            ids = [device.index] if device.type == "cuda" else None
+            step_fn = nn.parallel.DistributedDataParallel(step_fn, device_ids=ids)
 
         result = TrainResult()
+        iterator = iter(batches)
+        saved_rng = None
+        if resume:
+            saved_rng = _restore(checkpoint, model, optimizer, scheduler, result, place)
+            for _ in range(result.steps):  # replay the stream up to the saved step
+                next(iterator)
         bar = None
-        if progress:
+        if progress and place.is_main:
             from tqdm.std import tqdm
 
             bar = tqdm(total=steps, desc=desc, file=sys.stderr, mininterval=1.0, leave=True)
+            bar.update(result.steps)
+        if saved_rng is not None:
+            set_rng_state(saved_rng)
         start = time.perf_counter()
-        iterator = iter(batches)
         model.train()
         result.stopped_by = "steps"
         try:
             while steps is None or result.steps < steps:
-                try:
-                    batch = next(iterator)
-                except StopIteration:
+                batch = next(iterator, _END)
+                if place.distributed and _any_rank(batch is _END, device):
+                    batch = _END  # one rank ran out of data: all stop at this step
+                if batch is _END:
                     result.stopped_by = "data"
                     break
                 batch = to_device(batch, device)
-                loss = loss_fn(model, batch)
+                loss = step_fn(batch)
                 if loss.dim() != 0:
                     raise ValueError(f"loss_fn must return a scalar, got shape {tuple(loss.shape)}")
                 optimizer.zero_grad(set_to_none=True)
@@ -245,7 +295,11 @@ def train(
                 optimizer.step()
                 if scheduler is not None:
                     scheduler.step()
-                value = loss.item()
+                out_of_time = seconds is not None and time.perf_counter() - start >= seconds
+                if place.distributed:
+                    value, out_of_time = _mean_loss_and_any(loss, out_of_time, place.world_size)
+                else:
+                    value = loss.item()
                 if not math.isfinite(value):
                     raise FloatingPointError(f"loss became {value} at step {result.steps}")
                 result.losses.append(value)
@@ -253,19 +307,104 @@ def train(
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix(loss=f"{value:.3f}", refresh=False)
-                if eval_every and result.steps % eval_every == 0:
+                if eval_every and result.steps % eval_every == 0 and place.is_main:
                     result.evals.append((result.steps, _run_eval(model, eval_fn)))
-                if seconds is not None and time.perf_counter() - start >= seconds:
+                if checkpoint_every and result.steps % checkpoint_every == 0:
+                    _save(checkpoint, model, optimizer, scheduler, result, place)
+                if out_of_time:
                     result.stopped_by = "seconds"
                     break
         finally:
             if bar is not None:
                 bar.close()
             model.eval()
-        if eval_fn is not None and (not result.evals or result.evals[-1][0] != result.steps):
+        if (
+            eval_fn is not None
+            and place.is_main
+            and (not result.evals or result.evals[-1][0] != result.steps)
+        ):
             result.evals.append((result.steps, _run_eval(model, eval_fn)))
+        if checkpoint is not None and not (
+            checkpoint_every and result.steps % checkpoint_every == 0
+        ):
+            _save(checkpoint, model, optimizer, scheduler, result, place)
         result.seconds = time.perf_counter() - start
         return result
+
+
+_END = object()  # marks the end of the batches
+
+
+class _LossModule(nn.Module):
+    """``loss_fn(model, batch)`` as a module, so DistributedDataParallel can wrap it."""
+
+    def __init__(self, model: nn.Module, loss_fn):
+        super().__init__()
+        self.model = model
+        self.loss_fn = loss_fn
+
+    def forward(self, batch):
+        return self.loss_fn(self.model, batch)
+
+
+def _any_rank(flag: bool, device: torch.device) -> bool:
+    t = torch.tensor([float(flag)], device=device)
+    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+    return bool(t.item())
+
+
+def _mean_loss_and_any(loss: torch.Tensor, flag: bool, world_size: int) -> tuple[float, bool]:
+    """One all-reduce for two facts: the loss averaged over ranks, and whether any rank's
+    flag is set."""
+    t = torch.stack(
+        [loss.detach().double(), torch.tensor(float(flag), device=loss.device).double()]
+    )
+    torch.distributed.all_reduce(t)
+    return float(t[0]) / world_size, bool(t[1] > 0)
+
+
+def _save(path, model, optimizer, scheduler, result, place) -> None:
+    states = [rng_state()]
+    if place.distributed:  # every rank's generators, so each rank resumes its own
+        states = [None] * place.world_size
+        torch.distributed.all_gather_object(states, rng_state())
+    if place.is_main:
+        save_checkpoint(
+            path,
+            model=model,
+            optimizer=optimizer,
+            scheduler=scheduler,
+            step=result.steps,
+            losses=result.losses,
+            evals=result.evals,
+            rng_states=states,
+        )
+    if place.distributed:
+        torch.distributed.barrier()  # nobody reads the file before it is complete
+
+
+def _restore(path, model, optimizer, scheduler, result, place) -> dict:
+    state = load_checkpoint(path, map_location=_model_device(model))
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if (scheduler is None) != (state["scheduler"] is None):
+        raise ValueError(
+            "the checkpoint was saved "
+            + ("with" if state["scheduler"] is not None else "without")
+            + " a learning-rate schedule; resume it the same way"
+        )
+    if scheduler is not None:
+        scheduler.load_state_dict(state["scheduler"])
+    result.steps = result.first_step = state["step"]
+    result.losses = list(state["losses"])
+    result.evals = [tuple(e) for e in state["evals"]]
+    states = state["rng"]
+    if len(states) != place.world_size:
+        raise ValueError(
+            f"the checkpoint was saved by {len(states)} process(es); resume it with as many "
+            f"(this run has {place.world_size})"
+        )
+    return states[place.rank]
 
 
 def _run_eval(model, eval_fn) -> float:

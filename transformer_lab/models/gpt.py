@@ -490,14 +490,30 @@ def train_gpt(
     eval_fn=None,
     eval_every: int | None = None,
     progress: bool = False,
+    checkpoint=None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
+    loss_fn=None,
+    until: int | None = None,
 ):
     """Train ``model`` (any module mapping ids ``[batch, pos]`` to logits) on random windows
     of ``n_ctx`` tokens of ``train_ids`` (default ``model.config.n_ctx``) with ``recipe``;
     returns :class:`transformer_lab.train.TrainResult`.
 
     The batches come from a generator seeded with ``seed``, so a run is reproducible.
+    ``checkpoint``, ``checkpoint_every`` and ``resume`` save and continue the run (see
+    :func:`transformer_lab.train.train`); ``loss_fn`` replaces :func:`lm_loss` (for
+    example with one that runs under autocast). ``until`` stops the run after that step
+    (the schedule still spans ``recipe.steps``), to continue it later with ``resume``.
+
+    Launched by torchrun (after :func:`transformer_lab.distributed.setup`), every process
+    draws the same global batches of ``recipe.batch_size`` windows and trains on its own
+    share of each (:func:`transformer_lab.distributed.shard`): N processes then see the
+    examples that one process sees, in the same order, and take the same steps. Dropout
+    draws from a generator seeded with ``seed + rank``.
     """
     from ..data.shakespeare import get_batch
+    from ..distributed import info, shard
     from ..train import train
 
     n_ctx = _check_lm_args(model, train_ids, n_ctx, "train_ids")
@@ -509,22 +525,33 @@ def train_gpt(
         raise ValueError(
             f"train_ids has {len(train_ids)} tokens; windows of n_ctx={n_ctx} need more"
         )
+    if until is not None and (
+        not isinstance(until, int) or isinstance(until, bool) or not 0 < until <= recipe.steps
+    ):
+        raise ValueError(f"until must be an int in [1, recipe.steps={recipe.steps}], got {until!r}")
+    place = info()
+    if recipe.batch_size % place.world_size:
+        raise ValueError(
+            f"recipe.batch_size={recipe.batch_size} (the global batch) does not split evenly "
+            f"over {place.world_size} processes"
+        )
     generator = torch.Generator().manual_seed(seed)
 
     def batches():
         while True:
-            yield get_batch(train_ids, recipe.batch_size, n_ctx, generator=generator)
+            batch = get_batch(train_ids, recipe.batch_size, n_ctx, generator=generator)
+            yield shard(batch, place.rank, place.world_size) if place.distributed else batch
 
     # dropout draws from the global generators: seed them for this run only, and give the
     # caller's random state back afterwards
     cuda = [torch.cuda.current_device()] if torch.cuda.is_initialized() else []
     with torch.random.fork_rng(devices=cuda):
-        torch.manual_seed(seed)
+        torch.manual_seed(seed + place.rank)
         return train(
             model,
             batches(),
-            lm_loss,
-            steps=recipe.steps,
+            lm_loss if loss_fn is None else loss_fn,
+            steps=recipe.steps if until is None else until,
             optimizer=make_optimizer(model, recipe),
             lr_schedule=lambda step: lr_factor(step, recipe),
             grad_clip=recipe.grad_clip,
@@ -532,6 +559,9 @@ def train_gpt(
             progress=progress,
             eval_fn=eval_fn,
             eval_every=eval_every,
+            checkpoint=checkpoint,
+            checkpoint_every=checkpoint_every,
+            resume=resume,
         )
 
 

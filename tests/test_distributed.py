@@ -1,0 +1,148 @@
+"""Data-parallel training: the helpers, and two gloo processes launched by torchrun that must
+end where one process ends (same global batches, same steps), and resume exactly."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from transformer_lab import distributed as D
+from transformer_lab.checkpoint import load_checkpoint
+
+# a tiny run: book-cpu's shape (414,592 parameters), 5 steps of a global batch of 8 windows
+RUN = ["--preset", "book-cpu", "--batch-size", "8", "--eval-tokens", "2000", "--sample", "0"]
+RUN += ["--no-progress", "--device", "cpu", "--threads", "1"]
+
+
+def _launch(out, steps: int, nproc: int, *extra: str) -> None:
+    """Run ``python -m transformer_lab.train_gpt`` in one process or under torchrun."""
+    if nproc == 1:
+        cmd = [sys.executable, "-m", "transformer_lab.train_gpt"]
+    else:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+        cmd += [f"--nproc_per_node={nproc}", "-m", "transformer_lab.train_gpt"]
+    cmd += RUN + ["--steps", str(steps), "--out", str(out), *extra]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ddp")
+    _launch(root / "one", 5, 1)
+    _launch(root / "two", 5, 2)
+    _launch(root / "two_resumed", 5, 2, "--until", "3")  # interrupted after 3 steps
+    _launch(root / "two_resumed", 5, 2, "--resume")
+    return {
+        name: load_checkpoint(root / name / "checkpoint.pt")
+        for name in ("one", "two", "two_resumed")
+    }
+
+
+def test_two_processes_take_the_steps_of_one(runs):
+    one, two = runs["one"], runs["two"]
+    assert one["step"] == two["step"] == 5
+    assert len(two["rng"]) == 2 and len(one["rng"]) == 1  # each rank saved its generators
+    # the losses are the global batch's, averaged over the two ranks
+    torch.testing.assert_close(
+        torch.tensor(two["losses"]), torch.tensor(one["losses"]), rtol=1e-6, atol=1e-6
+    )
+    start = _initial_weights()
+    moved = max(float((p - start[name]).abs().max()) for name, p in one["model"].items())
+    for name, p in one["model"].items():
+        # float32 rounding: the two ranks add their halves' gradients in another order than
+        # one process does, and Adam divides by the gradients' size, so the rounding of tiny
+        # gradients grows; it stays far below how far the five steps moved the weights
+        torch.testing.assert_close(two["model"][name], p, rtol=1e-4, atol=5e-5)
+    differ = max(float((two["model"][n] - p).abs().max()) for n, p in one["model"].items())
+    assert differ < 0.01 * moved, (differ, moved)
+    # the optimizer's moments agree too
+    for s1, s2 in zip(
+        one["optimizer"]["state"].values(), two["optimizer"]["state"].values(), strict=True
+    ):
+        torch.testing.assert_close(s2["exp_avg"], s1["exp_avg"], rtol=1e-3, atol=1e-6)
+
+
+def test_two_processes_resume_exactly(runs):
+    two, resumed = runs["two"], runs["two_resumed"]
+    assert resumed["step"] == 5
+    assert resumed["losses"] == two["losses"]
+    for name, p in two["model"].items():
+        assert torch.equal(resumed["model"][name], p), name
+
+
+def _initial_weights():
+    from transformer_lab.data import shakespeare
+    from transformer_lab.models.gpt import GPT, preset
+
+    config, _ = preset("book-cpu", shakespeare.char_tokenizer().vocab_size)
+    torch.manual_seed(0)
+    return GPT(config).state_dict()
+
+
+# --- the helpers in one process ---------------------------------------------------------
+
+
+def test_setup_without_torchrun_is_one_process(monkeypatch):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    assert not D.launched()
+    place = D.setup("cpu")
+    assert place == D.DistInfo(device=torch.device("cpu"))
+    assert place.is_main and not place.distributed
+    assert D.info() == D.DistInfo()
+    assert D.all_mean(2.5) == 2.5
+    D.teardown()  # nothing joined: nothing to leave
+
+
+def test_shards_put_back_in_order_are_the_global_batch():
+    x = torch.arange(24).reshape(8, 3)
+    y = x + 100
+    parts = [D.shard((x, y), r, 4) for r in range(4)]
+    assert torch.equal(torch.cat([p[0] for p in parts]), x)
+    assert torch.equal(torch.cat([p[1] for p in parts]), y)
+    assert torch.equal(D.shard({"ids": x}, 1, 2)["ids"], x[4:])
+    assert isinstance(D.shard([x, y], 0, 2), list)
+    assert torch.equal(D.shard(x, 0, 1), x)
+
+
+@pytest.mark.parametrize(
+    "args, error, fragment",
+    [
+        ((torch.zeros(5, 2), 0, 2), ValueError, "5 rows does not split evenly over 2"),
+        ((torch.zeros(4), 2, 2), ValueError, "rank=2, world_size=2"),
+        ((torch.zeros(4), 0, 0), ValueError, "rank=0, world_size=0"),
+        ((torch.tensor(1.0), 0, 1), ValueError, "0-d tensor"),
+        (("text", 0, 1), TypeError, "got str"),
+        ((torch.zeros(4), 0.0, 1), TypeError, "rank must be an int"),
+    ],
+)
+def test_shard_rejects_bad_input(args, error, fragment):
+    with pytest.raises(error, match=None) as info:
+        D.shard(*args)
+    assert fragment in str(info.value)
+
+
+def test_setup_rejects_a_backend_it_does_not_know():
+    with pytest.raises(ValueError, match="backend must be"):
+        D.setup("cpu", backend="mpi")
+
+
+def test_setup_reads_a_bad_rank_clearly(monkeypatch):
+    env = {
+        "RANK": "zero",
+        "WORLD_SIZE": "2",
+        "LOCAL_RANK": "0",
+        "MASTER_ADDR": "localhost",
+        "MASTER_PORT": "29500",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert D.launched()
+    with pytest.raises(ValueError, match="RANK must be an integer, got 'zero'"):
+        D.setup("cpu")
