@@ -24,7 +24,9 @@ import transformer_lab
 from transformer_lab import attention as A
 from transformer_lab import bertviz as BV
 from transformer_lab import blocks as B
+from transformer_lab import checkpoint as CK
 from transformer_lab import decoding as D
+from transformer_lab import distributed as DI
 from transformer_lab import embeddings as E
 from transformer_lab import generate as G
 from transformer_lab import hooks as H
@@ -36,6 +38,7 @@ from transformer_lab import pretrained as PT
 from transformer_lab import timeline as TL
 from transformer_lab import toy_tasks as T
 from transformer_lab import train as TRN
+from transformer_lab import train_gpt as TG
 from transformer_lab import viz as V
 from transformer_lab import widgets as W
 from transformer_lab import word_map as WM
@@ -64,9 +67,12 @@ RECORDS = {
     R.Memory,
     D.Hypothesis,
     NU.Pair,
+    DI.DistInfo,
 }
 # A predicate over autograd graph nodes: any object is a fair question (answer False).
 PREDICATES = {PA.is_matrix_product}
+# Questions about the process itself, with no input to get wrong.
+NO_INPUT = {DI.launched, DI.info, DI.teardown, CK.rng_state}
 
 
 # --- small fixtures, built on first use ---------------------------------------------------
@@ -1709,6 +1715,23 @@ case(
     "coords must be an [n, 2] tensor, got (3, 3)",
 )
 
+# data parallelism, checkpoints and the training command
+case(DI.setup, lambda: DI.setup("gpu"), ValueError, "must name a device such as 'cpu'")
+case(DI.setup, lambda: DI.setup("cpu", backend="mpi"), ValueError, "backend must be 'nccl'")
+case(DI.shard, lambda: DI.shard(torch.zeros(5, 2), 0, 2), ValueError, "does not split evenly")
+case(DI.shard, lambda: DI.shard("text", 0, 1), TypeError, "got str")
+case(DI.all_mean, lambda: DI.all_mean("1"), TypeError, "value must be a number, got str")
+case(CK.set_rng_state, lambda: CK.set_rng_state({}), ValueError, "a dict from rng_state()")
+case(
+    CK.save_checkpoint,
+    lambda: CK.save_checkpoint("c.pt", model=gpt(), optimizer=None, step=0),
+    TypeError,
+    "optimizer must be a torch optimizer, got NoneType",
+)
+case(CK.load_checkpoint, lambda: CK.load_checkpoint(None), TypeError, "path must be a file path")
+case(TG.main, lambda: TG.main("--steps 5"), TypeError, "argv must be a list of strings")
+case(TG.parse_args, lambda: TG.parse_args([1]), TypeError, "argv must be a list of strings")
+
 
 # --- the tests ------------------------------------------------------------------------------
 
@@ -1746,7 +1769,7 @@ def public_callables() -> dict[int, tuple[object, str]]:
 
 
 def test_every_public_callable_has_bad_inputs_in_the_table():
-    covered = {id(c[0]) for c in CASES} | {id(o) for o in RECORDS | PREDICATES}
+    covered = {id(c[0]) for c in CASES} | {id(o) for o in RECORDS | PREDICATES | NO_INPUT}
     missing = sorted(name for key, (_, name) in public_callables().items() if key not in covered)
     assert not missing, f"add bad inputs for these public callables to CASES: {missing}"
 
