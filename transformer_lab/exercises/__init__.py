@@ -44,6 +44,7 @@ from .ch10_block import check_block_parameter_count, check_feed_forward, check_p
 from .ch11_encoder_decoder import check_cross_attention
 from .ch12_bert import check_mean_pool, check_previous_token_score
 from .ch13_gpt import check_nucleus
+from .ch15_fine_tuning import check_majority_baseline, check_parameter_groups
 from .runner import CheckResult, WrongAnswer, run_check
 
 __all__ = [
@@ -90,4 +91,7 @@ __all__ = [
     "check_mean_pool",
     # chapter 13
     "check_nucleus",
+    # chapter 15
+    "check_majority_baseline",
+    "check_parameter_groups",
 ]
