@@ -28,6 +28,7 @@ from transformer_lab import checkpoint as CK
 from transformer_lab import decoding as D
 from transformer_lab import distributed as DI
 from transformer_lab import embeddings as E
+from transformer_lab import finetune as FT
 from transformer_lab import generate as G
 from transformer_lab import hooks as H
 from transformer_lab import layers as L
@@ -42,6 +43,7 @@ from transformer_lab import train_gpt as TG
 from transformer_lab import viz as V
 from transformer_lab import widgets as W
 from transformer_lab import word_map as WM
+from transformer_lab.data import genres as GR
 from transformer_lab.data import mlm as MLM
 from transformer_lab.data import numbers as NU
 from transformer_lab.data import shakespeare as SH
@@ -67,6 +69,8 @@ RECORDS = {
     R.Memory,
     D.Hypothesis,
     NU.Pair,
+    GR.Passage,
+    GR.GenreTask,
     DI.DistInfo,
 }
 # A predicate over autograd graph nodes: any object is a fair question (answer False).
@@ -1731,6 +1735,135 @@ case(
 case(CK.load_checkpoint, lambda: CK.load_checkpoint(None), TypeError, "path must be a file path")
 case(TG.main, lambda: TG.main("--steps 5"), TypeError, "argv must be a list of strings")
 case(TG.parse_args, lambda: TG.parse_args([1]), TypeError, "argv must be a list of strings")
+
+
+# --- fine-tuning and the genre task (chapter 15) -------------------------------------------
+
+
+@functools.cache
+def classifier():
+    torch.manual_seed(0)
+    cfg = BE.BertConfig(d_vocab=20, d_model=8, n_heads=2, d_mlp=16, n_layers=1, max_pos=16)
+    return FT.SequenceClassifier(BE.BertModel(cfg), 3)
+
+
+def labelled(n=4):
+    return FT.ClassificationBatch(
+        ids(*[[1, 2, 3]] * n), torch.ones(n, 3, dtype=torch.long), torch.arange(n) % 3
+    )
+
+
+case(
+    FT.SequenceClassifier,
+    lambda: FT.SequenceClassifier(nn.Linear(2, 2), 3),
+    TypeError,
+    "encoder must be a BertModel, got Linear",
+)
+case(
+    FT.SequenceClassifier,
+    lambda: FT.SequenceClassifier(classifier().encoder, 3, pooling="max"),
+    ValueError,
+    "pooling must be one of ('cls', 'mean'), got 'max'",
+)
+case(
+    FT.SequenceClassifier,
+    lambda: classifier().parameter_groups(1e-3, 0),
+    ValueError,
+    "encoder_lr must be a positive number, got 0",
+)
+case(FT.ClassificationBatch, lambda: labelled().to("gpu"), ValueError, "got 'gpu'")
+case(
+    FT.tokenize_labelled,
+    lambda: FT.tokenize_labelled(None, ["a"], [0], 8),
+    TypeError,
+    "tokenizer must be a WordPieceTokenizer, got NoneType",
+)
+case(
+    FT.tokenize_labelled,
+    lambda: FT.tokenize_labelled(wordpiece(), "the cat", [0], 8),
+    ValueError,
+    "texts must be a list of strings as long as labels",
+)
+case(
+    FT.classification_batches,
+    lambda: next(FT.classification_batches(labelled(), 0, 0)),
+    ValueError,
+    "batch_size must be a positive int, got 0",
+)
+case(
+    FT.classification_batches,
+    lambda: next(FT.classification_batches([1, 2], 2, 0)),
+    TypeError,
+    "data must be a ClassificationBatch, got list",
+)
+case(
+    FT.classification_loss,
+    lambda: FT.classification_loss(
+        classifier(), FT.ClassificationBatch(ids([1, 2]), ids([1, 1]), ids(3))
+    ),
+    ValueError,
+    "labels must be in [0, 3), got values from 3",
+)
+case(FT.predict, lambda: FT.predict(None, labelled()), TypeError, "model must be an nn.Module")
+case(
+    FT.accuracy,
+    lambda: FT.accuracy(classifier(), (ids([1]), ids([0]))),
+    TypeError,
+    "data must be a ClassificationBatch, got tuple",
+)
+case(
+    FT.encode_features,
+    lambda: FT.encode_features(nn.Linear(2, 2), labelled()),
+    TypeError,
+    "model must be a SequenceClassifier, got Linear",
+)
+case(FT.warmup_linear, lambda: FT.warmup_linear(0), ValueError, "steps must be a positive int")
+case(FT.warmup_linear, lambda: FT.warmup_linear(10, 1.5), ValueError, "warmup must be a share")
+case(
+    FT.train_classifier,
+    lambda: FT.train_classifier(nn.Linear(2, 2), labelled(), steps=1, batch_size=2, lr=1e-3),
+    TypeError,
+    "model must be a SequenceClassifier, got Linear",
+)
+case(
+    FT.fit_probe,
+    lambda: FT.fit_probe(f(4), ids(0, 1, 2, 0), 3),
+    ValueError,
+    "features must be a [n, d] tensor, got (4,)",
+)
+case(
+    FT.fit_probe,
+    lambda: FT.fit_probe(f(4, 2), ids(0, 1, 2, 0), 2),
+    ValueError,
+    "labels must be in [0, 2), got values from 0 to 2",
+)
+case(GR.split_passages, lambda: GR.split_passages(["a line"]), TypeError, "text must be a str")
+case(
+    GR.split_passages,
+    lambda: GR.split_passages("a", words=0),
+    ValueError,
+    "words must be a positive int, got 0",
+)
+case(GR.genre_task, lambda: GR.genre_task(0), ValueError, "test_per_genre must be positive, got 0")
+case(GR.genre_task, lambda: GR.genre_task(2.5), TypeError, "test_per_genre must be an int")
+case(
+    GR.sample_labelled,
+    lambda: GR.sample_labelled([], 10, 0),
+    ValueError,
+    "n must be a positive multiple of 3, got 10",
+)
+case(
+    GR.sample_labelled,
+    lambda: GR.sample_labelled([GR.Passage("a", 0, "x")] * 3, 3, 0),
+    ValueError,
+    "the pool has 0 history passages, need 1",
+)
+case(
+    GR.majority_baseline,
+    lambda: GR.majority_baseline(None),
+    TypeError,
+    "task must be a GenreTask, got NoneType",
+)
 
 
 # --- the tests ------------------------------------------------------------------------------

@@ -173,6 +173,8 @@ def classification_loss(model: SequenceClassifier, batch: ClassificationBatch) -
 @torch.no_grad()
 def predict(model: nn.Module, data: ClassificationBatch, batch_size: int = 64) -> torch.Tensor:
     """Predicted classes ``[n]`` of ``model`` on ``data``, in eval mode."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module (a classifier), got {type(model).__name__}")
     if not isinstance(data, ClassificationBatch):
         raise TypeError(f"data must be a ClassificationBatch, got {type(data).__name__}")
     was_training = model.training
