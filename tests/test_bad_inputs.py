@@ -1597,6 +1597,18 @@ case(
     "2 tokens for attention over 3 positions",
 )
 case(
+    BV.bag_of_words_scores,
+    lambda: BV.bag_of_words_scores([f(1, 2, 3, 3)], ["[CLS]", "a", "[SEP]"]),
+    ValueError,
+    "need at least 2 tokens besides [CLS], [SEP] and [PAD], got 1",
+)
+case(
+    BV.bag_of_words_scores,
+    lambda: BV.bag_of_words_scores([f(1, 2, 3, 3)], ["a", "b"]),
+    ValueError,
+    "2 tokens for attention over 3 positions",
+)
+case(
     BV.top_heads,
     lambda: BV.top_heads(np.zeros(3)),
     ValueError,
@@ -1725,6 +1737,7 @@ case(DI.setup, lambda: DI.setup("cpu", backend="mpi"), ValueError, "backend must
 case(DI.shard, lambda: DI.shard(torch.zeros(5, 2), 0, 2), ValueError, "does not split evenly")
 case(DI.shard, lambda: DI.shard("text", 0, 1), TypeError, "got str")
 case(DI.all_mean, lambda: DI.all_mean("1"), TypeError, "value must be a number, got str")
+case(DI.ring_all_reduce, lambda: DI.ring_all_reduce([]), ValueError, "non-empty list of tensors")
 case(CK.set_rng_state, lambda: CK.set_rng_state({}), ValueError, "a dict from rng_state()")
 case(
     CK.save_checkpoint,

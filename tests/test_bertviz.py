@@ -9,6 +9,7 @@ import torch
 from transformer_lab.bertviz import (
     PATTERN_KINDS,
     AttentionBrowser,
+    bag_of_words_scores,
     head_pattern_scores,
     head_view,
     model_view,
@@ -83,6 +84,48 @@ def test_same_word_counts_repeats_and_pieces():
     assert np.isnan(no_repeat["[SEP]"]).all()
     with pytest.raises(ValueError, match="tokens"):
         head_pattern_scores(A, TOKENS[:3])
+
+
+def test_bag_of_words_scores_an_even_spread_one_and_a_single_key_one_over_m():
+    n = len(TOKENS)
+    sentence = [i for i, t in enumerate(TOKENS) if t not in ("[CLS]", "[SEP]")]
+    m = len(sentence)  # 6
+    A = np.zeros((1, 4, n, n))
+    A[0, 0][:, sentence] = 1 / m  # bag of words: even over the sentence
+    A[0, 1, :, 0] = 1.0  # everything on [CLS]
+    A[0, 2] = _shifted(n, -1)  # previous token
+    A[0, 3] = 1 / n  # even over every position, [CLS] and [SEP] included
+    scores = bag_of_words_scores(A, TOKENS)
+    assert scores.shape == (1, 4)
+    assert scores[0, 0] == pytest.approx(1.0)
+    assert scores[0, 1] == pytest.approx(0.0)
+    # each sentence query gives its whole weight to one key; the first one's key is [CLS]
+    assert scores[0, 2] == pytest.approx((m - 1) / m / m)
+    assert scores[0, 3] == pytest.approx(m / n)  # the weight on [CLS] and [SEP] is missing
+    # a torch list of layers, as models return them, gives the same numbers
+    per_layer = [torch.tensor(A[0])[None]]
+    np.testing.assert_allclose(bag_of_words_scores(per_layer, TOKENS), scores)
+
+
+def test_bag_of_words_scores_more_for_a_more_even_spread():
+    n = len(TOKENS)
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(n, n))
+    A = np.stack([np.exp(logits * t) for t in (4.0, 1.0, 0.25)])[None]  # sharp to flat
+    A[..., 0] = A[..., -1] = 0.0  # no weight on [CLS] and [SEP]
+    A /= A.sum(-1, keepdims=True)
+    scores = bag_of_words_scores(A, TOKENS)[0]
+    assert scores[0] < scores[1] < scores[2] < 1.0
+    assert np.all((scores >= 0) & (scores <= 1))
+
+
+def test_bag_of_words_scores_rejects_bad_input():
+    n = len(TOKENS)
+    A = np.full((1, 1, n, n), 1 / n)
+    with pytest.raises(ValueError, match="tokens for attention"):
+        bag_of_words_scores(A, TOKENS[:3])
+    with pytest.raises(ValueError, match="at least 2 tokens besides"):
+        bag_of_words_scores(np.full((1, 1, 3, 3), 1 / 3), ["[CLS]", "a", "[SEP]"])
 
 
 def test_head_view_holds_every_head_of_every_layer():

@@ -9,6 +9,8 @@ Measuring heads (Clark et al. 2019):
   query puts on a kind of key: the previous token, the next token, itself, ``[CLS]``,
   ``[SEP]``, or another occurrence of the same word. Each is an array
   ``[n_layers, n_heads]`` of numbers in [0, 1].
+- :func:`bag_of_words_scores` gives, for every head, how evenly its queries spread their
+  weight over the sentence's own tokens (1 for an exactly even spread).
 
 Views:
 
@@ -32,6 +34,7 @@ __all__ = [
     "PATTERN_KINDS",
     "stack_attentions",
     "head_pattern_scores",
+    "bag_of_words_scores",
     "top_heads",
     "head_view",
     "model_view",
@@ -143,6 +146,35 @@ def head_pattern_scores(attentions, tokens: Sequence[str]) -> dict[str, np.ndarr
         else nan.copy(),
         "same word": mass(same, same.any(-1)),
     }
+
+
+def bag_of_words_scores(attentions, tokens: Sequence[str]) -> np.ndarray:
+    """How close each head comes to reading the sentence as a bag of words: ``[n_layers, n_heads]``.
+
+    The sentence's tokens are the ``m`` positions that are not ``[CLS]``, ``[SEP]`` or
+    ``[PAD]``. A bag-of-words query spreads its weight evenly over them, ``1/m`` each. For
+    a query row ``A[i]`` the score is the weight it shares with that even spread,
+
+        ``sum_j min(A[i, j], 1/m)`` over the sentence's tokens ``j``,
+
+    which is ``1 - TV(A[i], uniform)`` (TV: total-variation distance): 1 for an exactly
+    even spread, and lower the more weight sits on a few tokens or on ``[CLS]``/``[SEP]``
+    (a head attending to one token only scores ``1/m``). The score is averaged over the
+    sentence's tokens as queries. Needs at least two sentence tokens.
+    """
+    A = stack_attentions(attentions)  # [n_layers, n_heads, pos, pos]
+    n = A.shape[-1]
+    tokens = list(tokens)
+    if len(tokens) != n:
+        raise ValueError(f"{len(tokens)} tokens for attention over {n} positions")
+    sentence = np.array([t not in ("[CLS]", "[SEP]", "[PAD]") for t in tokens])
+    m = int(sentence.sum())
+    if m < 2:
+        raise ValueError(
+            f"need at least 2 tokens besides [CLS], [SEP] and [PAD], got {m} in {tokens}"
+        )
+    rows = A[:, :, sentence][..., sentence]  # [n_layers, n_heads, m, m]
+    return np.minimum(rows, 1.0 / m).sum(-1).mean(-1)
 
 
 def top_heads(scores: np.ndarray, k: int = 3) -> list[tuple[int, int, float]]:
