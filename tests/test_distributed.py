@@ -146,3 +146,27 @@ def test_setup_reads_a_bad_rank_clearly(monkeypatch):
     assert D.launched()
     with pytest.raises(ValueError, match="RANK must be an integer, got 'zero'"):
         D.setup("cpu")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 7])
+def test_ring_all_reduce_sums_and_sends_2_n_minus_1_over_n(n):
+    gen = torch.Generator().manual_seed(n)
+    tensors = [torch.randn(5, 6, generator=gen) for _ in range(n)]
+    before = [t.clone() for t in tensors]
+    results, sent = D.ring_all_reduce(tensors)
+    total = torch.stack(tensors).sum(0)
+    for r in results:
+        torch.testing.assert_close(r, total)
+    assert all(torch.equal(a, b) for a, b in zip(tensors, before, strict=True))
+    # 30 elements in n chunks: each rank sends 2(n-1) chunks, 2(n-1)/n of the tensor in all
+    assert sum(sent) == 2 * (n - 1) * 30
+    assert max(sent) - min(sent) <= 2 * (n - 1)  # chunks differ by at most one element
+
+
+def test_ring_all_reduce_rejects_bad_input():
+    with pytest.raises(ValueError, match="non-empty list"):
+        D.ring_all_reduce([])
+    with pytest.raises(ValueError, match="same shape"):
+        D.ring_all_reduce([torch.zeros(2), torch.zeros(3)])
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        D.ring_all_reduce([torch.zeros(2), [0.0, 0.0]])

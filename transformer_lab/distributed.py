@@ -24,7 +24,16 @@ import torch.distributed as dist
 
 from .device import check_device
 
-__all__ = ["DistInfo", "launched", "setup", "info", "teardown", "shard", "all_mean"]
+__all__ = [
+    "DistInfo",
+    "launched",
+    "setup",
+    "info",
+    "teardown",
+    "shard",
+    "all_mean",
+    "ring_all_reduce",
+]
 
 _ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
@@ -150,3 +159,45 @@ def all_mean(value: float, device: torch.device | str = "cpu") -> float:
     t = torch.tensor([float(value)], dtype=torch.float64, device=device)
     dist.all_reduce(t)
     return float(t.item()) / dist.get_world_size()
+
+
+def ring_all_reduce(tensors: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[int]]:
+    """Simulate the ring all-reduce that sums one tensor per rank (NCCL's and gloo's usual
+    algorithm for large tensors), in one process: ``tensors[r]`` is rank ``r``'s tensor.
+
+    Each rank splits its tensor into ``N`` chunks and talks only to its right-hand
+    neighbour. In ``N - 1`` steps of *reduce-scatter*, rank ``r`` passes chunk
+    ``(r - s) mod N`` on and adds what arrives from the left, so afterwards rank ``r`` holds
+    the complete sum of chunk ``(r + 1) mod N``; in ``N - 1`` steps of *all-gather* the
+    complete chunks travel once around the ring. Every rank sends ``2 (N - 1)`` chunks,
+    ``2 (N - 1) / N`` times the tensor's size, however many ranks there are.
+
+    Returns every rank's result (each equal to the sum) and the number of elements each
+    rank sent. The inputs are not changed.
+    """
+    if not isinstance(tensors, (list, tuple)) or not tensors:
+        raise ValueError("tensors must be a non-empty list of tensors, one per rank")
+    if not all(isinstance(t, torch.Tensor) for t in tensors):
+        raise TypeError("tensors must all be torch.Tensor")
+    shape = tensors[0].shape
+    if any(t.shape != shape for t in tensors):
+        shapes = sorted({tuple(t.shape) for t in tensors})
+        raise ValueError(f"every rank's tensor must have the same shape, got {shapes}")
+    n = len(tensors)
+    # chunk c of rank r; chunks may differ in size by one element when N does not divide
+    chunks = [list(t.flatten().clone().tensor_split(n)) for t in tensors]
+    sent = [0] * n
+    for s in range(n - 1):  # reduce-scatter
+        outgoing = [chunks[r][(r - s) % n].clone() for r in range(n)]
+        for r in range(n):
+            c = (r - s) % n
+            sent[r] += outgoing[r].numel()
+            right = (r + 1) % n
+            chunks[right][c] += outgoing[r]
+    for s in range(n - 1):  # all-gather: pass on the completed chunks
+        outgoing = [chunks[r][(r + 1 - s) % n].clone() for r in range(n)]
+        for r in range(n):
+            c = (r + 1 - s) % n
+            sent[r] += outgoing[r].numel()
+            chunks[(r + 1) % n][c] = outgoing[r]
+    return [torch.cat(parts).reshape(shape) for parts in chunks], sent

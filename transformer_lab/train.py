@@ -50,6 +50,8 @@ class TrainResult:
     stopped_by: str = ""  # "steps", "seconds" or "data"
     evals: list[tuple[int, float]] = field(default_factory=list)  # (step, eval_fn value)
     first_step: int = 0  # the step this loop started from: 0, or the saved step when resumed
+    step_seconds: list[float] = field(default_factory=list)  # wall time of each step
+    step_cpu_seconds: list[float] = field(default_factory=list)  # this thread's CPU time of each
 
     def smoothed(self, window: int = 20) -> list[float]:
         """Running mean of the losses over the last ``window`` steps."""
@@ -278,6 +280,7 @@ def train(
         result.stopped_by = "steps"
         try:
             while steps is None or result.steps < steps:
+                step_start, step_cpu = time.perf_counter(), time.thread_time()
                 batch = next(iterator, _END)
                 if place.distributed and _any_rank(batch is _END, device):
                     batch = _END  # one rank ran out of data: all stop at this step
@@ -303,6 +306,8 @@ def train(
                 if not math.isfinite(value):
                     raise FloatingPointError(f"loss became {value} at step {result.steps}")
                 result.losses.append(value)
+                result.step_seconds.append(time.perf_counter() - step_start)
+                result.step_cpu_seconds.append(time.thread_time() - step_cpu)
                 result.steps += 1
                 if bar is not None:
                     bar.update(1)

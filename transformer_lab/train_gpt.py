@@ -162,6 +162,8 @@ def _run(args: argparse.Namespace, place: distributed.DistInfo) -> dict:
         * recipe.batch_size
         * config.n_ctx
         / max(run.seconds, 1e-9),
+        "step_seconds": run.step_seconds,
+        "step_cpu_seconds": run.step_cpu_seconds,
         "final_train_loss": run.losses[-1] if run.losses else None,
         "evals": run.evals,
     }

@@ -45,6 +45,7 @@ from .ch11_encoder_decoder import check_cross_attention
 from .ch12_bert import check_mean_pool, check_previous_token_score
 from .ch13_gpt import check_nucleus
 from .ch15_fine_tuning import check_majority_baseline, check_parameter_groups
+from .ch16_data_parallel import check_global_batch, check_ring_all_reduce
 from .runner import CheckResult, WrongAnswer, run_check
 
 __all__ = [
@@ -94,4 +95,7 @@ __all__ = [
     # chapter 15
     "check_majority_baseline",
     "check_parameter_groups",
+    # chapter 16
+    "check_ring_all_reduce",
+    "check_global_batch",
 ]
