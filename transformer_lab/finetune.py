@@ -45,11 +45,13 @@ __all__ = [
     "accuracy",
     "encode_features",
     "warmup_linear",
+    "build_classifier",
     "train_classifier",
     "fit_probe",
 ]
 
 POOLINGS = ("cls", "mean")
+METHODS = ("scratch", "probe", "finetune")
 
 
 class SequenceClassifier(nn.Module):
@@ -107,6 +109,28 @@ class SequenceClassifier(nn.Module):
         if body:
             groups.append({"params": body, "lr": encoder_lr, "name": "encoder"})
         return groups
+
+
+def build_classifier(
+    encoder: BertModel, n_classes: int, method: str, *, pooling: str = "cls", seed: int = 0
+) -> SequenceClassifier:
+    """A classifier for one of the three ways to get one, on a *copy* of ``encoder``:
+
+    - ``"scratch"``: the encoder's architecture with fresh random weights;
+    - ``"probe"``: the pretrained weights, frozen;
+    - ``"finetune"``: the pretrained weights, trainable.
+
+    The random draws (a scratch encoder's weights, the new head) come from ``seed``."""
+    if not isinstance(encoder, BertModel):
+        raise TypeError(f"encoder must be a BertModel, got {type(encoder).__name__}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    torch.manual_seed(seed)
+    body = BertModel(encoder.cfg)
+    if method != "scratch":
+        body.load_state_dict(encoder.state_dict())
+    clf = SequenceClassifier(body, n_classes, pooling=pooling).to(next(encoder.parameters()).device)
+    return clf.freeze_encoder() if method == "probe" else clf
 
 
 @dataclass

@@ -1,0 +1,194 @@
+"""Held-out accuracy on the genre task against the number of labelled examples, for three
+ways to get a classifier and two pretrained encoders (chapter 15).
+
+For each encoder (all-MiniLM-L6-v2, and the book's tiny BERT pretrained on Shakespeare),
+each seed and each number of labels ``n`` (``n / 3`` passages per genre, nested draws):
+
+- ``scratch``: the encoder's architecture with random weights, everything trained;
+- ``probe``: the pretrained encoder frozen, a linear classifier on its mean-pooled vector;
+- ``finetune``: the pretrained encoder and a new head trained together, the encoder with a
+  ten times smaller learning rate.
+
+The test set is the balanced 600 passages of the six held-out plays
+(``transformer_lab.data.genres``). Results go to ``transformer_lab/data/finetune_sweep.json``
+(merged with the encoders already there), with the settings, the command and the time.
+Run on one thread::
+
+    nice -n 10 .venv/bin/python scripts/finetune_sweep.py --encoders minilm tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from transformer_lab.data.genres import GENRES, genre_task, majority_baseline, sample_labelled
+from transformer_lab.finetune import (
+    SequenceClassifier,
+    accuracy,
+    build_classifier,
+    encode_features,
+    fit_probe,
+    tokenize_labelled,
+    train_classifier,
+)
+from transformer_lab.models.bert import BertModel
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "transformer_lab" / "data" / "finetune_sweep.json"
+METHODS = ("scratch", "probe", "finetune")
+SETTINGS = {
+    "test_per_genre": 200,
+    "max_length": 64,  # tokens, [CLS] and [SEP] included (less if the encoder's max_pos is less)
+    "pooling": "mean",
+    "batch_size": 16,
+    "epochs": 2,  # steps = epochs * n / batch_size, clamped to [min_steps, max_steps]
+    "min_steps": 40,
+    "max_steps": 96,  # one epoch of 1,536
+    "finetune_lr": 1e-3,  # the head
+    "finetune_encoder_lr": 1e-4,  # the pretrained encoder
+    "scratch_lr": 5e-4,  # everything, from random weights
+    "probe_lr": 1e-2,
+    "probe_steps": 300,
+    "weight_decay": 0.01,
+    "warmup": 0.1,
+    "threads": 1,
+}
+
+
+def n_steps(n: int, s: dict = SETTINGS) -> int:
+    """Optimizer steps for ``n`` labelled examples."""
+    steps = math.ceil(s["epochs"] * n / s["batch_size"])
+    return min(max(steps, s["min_steps"]), s["max_steps"])
+
+
+def load_encoder(name: str) -> tuple[BertModel, object]:
+    """The pretrained encoder ``name`` ("minilm" or "tiny") and its tokenizer."""
+    if name == "minilm":
+        from transformer_lab.pretrained import minilm
+
+        return minilm()
+    if name == "tiny":
+        from transformer_lab.tiny_bert import load_tiny_bert
+
+        model, tokenizer = load_tiny_bert()
+        return getattr(model, "bert", model), tokenizer
+    raise ValueError(f"encoder must be 'minilm' or 'tiny', got {name!r}")
+
+
+def classifier(encoder: BertModel, method: str, seed: int) -> SequenceClassifier:
+    """The classifier of ``method`` on a copy of ``encoder`` (random weights for scratch)."""
+    return build_classifier(encoder, len(GENRES), method, pooling=SETTINGS["pooling"], seed=seed)
+
+
+def max_length(encoder: BertModel, s: dict = SETTINGS) -> int:
+    return min(s["max_length"], encoder.cfg.max_pos)
+
+
+def run_trained(encoder, tokenizer, method, texts, labels, test, seed, s=SETTINGS) -> float:
+    """Test accuracy of ``scratch`` or ``finetune`` on one labelled set."""
+    clf = classifier(encoder, method, seed)
+    data = tokenize_labelled(tokenizer, texts, labels, max_length(encoder, s))
+    lr = s["scratch_lr"] if method == "scratch" else s["finetune_lr"]
+    encoder_lr = s["scratch_lr"] if method == "scratch" else s["finetune_encoder_lr"]
+    train_classifier(
+        clf, data, steps=n_steps(len(labels), s), batch_size=s["batch_size"], lr=lr,
+        encoder_lr=encoder_lr, seed=seed, weight_decay=s["weight_decay"], warmup=s["warmup"],
+        threads=s["threads"],
+    )  # fmt: skip
+    return accuracy(clf, test)
+
+
+def run_probe(train_features, labels, test_features, test_labels, seed, s=SETTINGS) -> float:
+    """Test accuracy of a linear probe on precomputed features."""
+    head = fit_probe(
+        train_features, torch.tensor(labels), len(GENRES), steps=s["probe_steps"],
+        lr=s["probe_lr"], weight_decay=s["weight_decay"], seed=seed,
+    )  # fmt: skip
+    with torch.no_grad():
+        predicted = head(test_features).argmax(-1)
+    return (predicted == test_labels).float().mean().item()
+
+
+def sweep_encoder(name: str, label_counts, seeds, log) -> list[dict]:
+    encoder, tokenizer = load_encoder(name)
+    task = genre_task(SETTINGS["test_per_genre"])
+    test = tokenize_labelled(
+        tokenizer, [p.text for p in task.test], [p.label for p in task.test],
+        max_length(encoder, SETTINGS),
+    )  # fmt: skip
+    frozen = classifier(encoder, "probe", 0)
+    test_features = encode_features(frozen, test)
+    rows = []
+    for seed in seeds:
+        texts, labels = sample_labelled(task.train, max(label_counts), seed)
+        pool = tokenize_labelled(tokenizer, texts, labels, max_length(encoder, SETTINGS))
+        features = encode_features(frozen, pool)  # nested draws: one pass serves every n
+        for n in sorted(label_counts):
+            sub_texts, sub_labels = sample_labelled(task.train, n, seed)
+            index = [texts.index(t) for t in sub_texts]
+            for method in METHODS:
+                start = time.perf_counter()
+                if method == "probe":
+                    acc = run_probe(features[index], sub_labels, test_features, test.labels, seed)
+                else:
+                    acc = run_trained(encoder, tokenizer, method, sub_texts, sub_labels, test, seed)
+                row = dict(encoder=name, method=method, n_labels=n, seed=seed, accuracy=acc,
+                           steps=0 if method == "probe" else n_steps(n),
+                           seconds=round(time.perf_counter() - start, 2))  # fmt: skip
+                rows.append(row)
+                log(row)
+    return rows
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--encoders", nargs="+", default=["minilm", "tiny"])
+    parser.add_argument("--labels", nargs="+", type=int, default=[24, 96, 384, 1536])
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(SETTINGS["threads"])
+    torch.use_deterministic_algorithms(True)
+    old = json.loads(args.out.read_text()) if args.out.exists() else {}
+    runs = {k: v for k, v in old.get("runs", {}).items() if k not in args.encoders}
+    results = [r for r in old.get("results", []) if r["encoder"] not in args.encoders]
+    command = "nice -n 10 .venv/bin/python scripts/finetune_sweep.py " + shlex.join(
+        sys.argv[1:] if argv is None else argv
+    )
+    task = genre_task(SETTINGS["test_per_genre"])
+    for name in args.encoders:
+        start = time.perf_counter()
+        rows = sweep_encoder(name, args.labels, args.seeds, lambda r: print(json.dumps(r)))
+        results.extend(rows)
+        runs[name] = dict(command=command, seconds=round(time.perf_counter() - start, 1),
+                          seeds=args.seeds, label_counts=sorted(args.labels))  # fmt: skip
+        payload = dict(
+            description="held-out genre accuracy (comedy/history/tragedy, whole plays held "
+            "out) against the number of labelled passages; written by scripts/finetune_sweep.py",
+            genres=list(GENRES),
+            test_passages=len(task.test),
+            majority_baseline=majority_baseline(task),
+            settings=SETTINGS,
+            machine=dict(
+                python=platform.python_version(),
+                torch=torch.__version__,
+                processor=platform.machine(),
+            ),  # fmt: skip
+            runs=runs,
+            results=results,
+        )
+        args.out.write_text(json.dumps(payload, indent=1) + "\n")
+        print(f"{name}: {runs[name]['seconds']:.0f} s, written to {args.out}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
