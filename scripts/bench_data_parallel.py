@@ -65,7 +65,8 @@ def main() -> None:
         f"repeats, torch {torch.__version__}, {os.cpu_count()} cores"
     )
     print(
-        "| processes | ms per step (wall) | tokens per second | ms computing per step, per process |"
+        "| processes | ms per step (wall) | tokens per second "
+        "| ms computing per step, per process |"
     )
     print("|---|---|---|---|")
     for n, values in rows.items():
@@ -73,7 +74,8 @@ def main() -> None:
         print(f"| {n} | {wall * 1e3:.1f} | {tps:,.0f} | {cpu * 1e3:.1f} |")
     one, many = (statistics.median(v[0] for v in rows[n]) for n in rows)
     print(
-        f"speed-up {one / many:.2f}; largest weight difference after {args.steps} steps {differ:.1e}"
+        f"speed-up {one / many:.2f}; "
+        f"largest weight difference after {args.steps} steps {differ:.1e}"
     )
 
 
