@@ -37,6 +37,7 @@ from transformer_lab import parallelism as PA
 from transformer_lab import positional as P
 from transformer_lab import pretrained as PT
 from transformer_lab import timeline as TL
+from transformer_lab import tiny_bert as TBT
 from transformer_lab import toy_tasks as T
 from transformer_lab import train as TRN
 from transformer_lab import train_gpt as TG
@@ -72,6 +73,7 @@ RECORDS = {
     GR.Passage,
     GR.GenreTask,
     DI.DistInfo,
+    TBT.ShakespeareCorpus,
 }
 # A predicate over autograd graph nodes: any object is a fair question (answer False).
 PREDICATES = {PA.is_matrix_product}
@@ -1595,6 +1597,64 @@ case(
     lambda: BV.head_pattern_scores([f(1, 2, 3, 3)], ["a", "b"]),
     ValueError,
     "2 tokens for attention over 3 positions",
+)
+# the shipped tiny BERT (chapter 12)
+case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(d_model=130), ValueError, "d_model=130")
+case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(steps=0), ValueError, "steps must be positive")
+case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(batch=2.5), TypeError, "batch must be an int")
+case(
+    TBT.shakespeare_corpus,
+    lambda: TBT.shakespeare_corpus(5),
+    ValueError,
+    "vocab_size must be an int >= 100, got 5",
+)
+case(
+    TBT.held_out_batch,
+    lambda: TBT.held_out_batch(None),
+    TypeError,
+    "corpus must be a ShakespeareCorpus, got NoneType",
+)
+case(
+    TBT.word_tokens,
+    lambda: TBT.word_tokens("abc"),
+    TypeError,
+    "tokenizer must be a WordPieceTokenizer, got str",
+)
+case(
+    TBT.masked_lm_report,
+    lambda: TBT.masked_lm_report(bert().bert, None, None),
+    TypeError,
+    "model must be a BertForPreTraining, got BertModel",
+)
+case(
+    TBT.pretrain_tiny_bert,
+    lambda: TBT.pretrain_tiny_bert(stop_after=0),
+    ValueError,
+    "stop_after must be an int in 1..",
+)
+case(
+    TBT.pretrain_tiny_bert,
+    lambda: TBT.pretrain_tiny_bert({"steps": 5}),
+    TypeError,
+    "recipe must be a TinyBertRecipe, got dict",
+)
+case(
+    TBT.save_tiny_bert,
+    lambda: TBT.save_tiny_bert(None, wordpiece(), {}),
+    TypeError,
+    "model must be a BertForPreTraining, got NoneType",
+)
+case(
+    TBT.tiny_bert_info,
+    lambda: TBT.tiny_bert_info("/nonexistent-dir"),
+    ValueError,
+    "no tiny_bert.json in /nonexistent-dir",
+)
+case(
+    TBT.load_tiny_bert,
+    lambda: TBT.load_tiny_bert(directory="/nonexistent-dir"),
+    ValueError,
+    "run scripts/pretrain_tiny_bert.py",
 )
 case(
     BV.bag_of_words_scores,
