@@ -1846,6 +1846,18 @@ case(
 )
 case(FT.ClassificationBatch, lambda: labelled().to("gpu"), ValueError, "got 'gpu'")
 case(
+    FT.build_classifier,
+    lambda: FT.build_classifier(classifier().encoder, 3, "distil"),
+    ValueError,
+    "method must be one of ('scratch', 'probe', 'finetune'), got 'distil'",
+)
+case(
+    FT.build_classifier,
+    lambda: FT.build_classifier(nn.Linear(2, 2), 3, "probe"),
+    TypeError,
+    "encoder must be a BertModel, got Linear",
+)
+case(
     FT.tokenize_labelled,
     lambda: FT.tokenize_labelled(None, ["a"], [0], 8),
     TypeError,
