@@ -118,35 +118,43 @@ def run_probe(train_features, labels, test_features, test_labels, seed, s=SETTIN
     return (predicted == test_labels).float().mean().item()
 
 
-def sweep_encoder(name: str, label_counts, seeds, log) -> list[dict]:
+def sweep_encoder(name: str, label_counts, seeds, done: set, record) -> None:
+    """Run every (method, n, seed) of encoder ``name`` not in ``done``, smallest ``n``
+    first (all seeds of one ``n`` before the next), and ``record`` each result."""
     encoder, tokenizer = load_encoder(name)
     task = genre_task(SETTINGS["test_per_genre"])
+    length = max_length(encoder, SETTINGS)
     test = tokenize_labelled(
-        tokenizer, [p.text for p in task.test], [p.label for p in task.test],
-        max_length(encoder, SETTINGS),
-    )  # fmt: skip
+        tokenizer, [p.text for p in task.test], [p.label for p in task.test], length
+    )
     frozen = classifier(encoder, "probe", 0)
-    test_features = encode_features(frozen, test)
-    rows = []
-    for seed in seeds:
-        texts, labels = sample_labelled(task.train, max(label_counts), seed)
-        pool = tokenize_labelled(tokenizer, texts, labels, max_length(encoder, SETTINGS))
-        features = encode_features(frozen, pool)  # nested draws: one pass serves every n
-        for n in sorted(label_counts):
-            sub_texts, sub_labels = sample_labelled(task.train, n, seed)
-            index = [texts.index(t) for t in sub_texts]
+    test_features = None
+    pools: dict[int, tuple] = {}
+    for n in sorted(label_counts):
+        for seed in seeds:
             for method in METHODS:
-                start = time.perf_counter()
+                if (name, method, n, seed) in done:
+                    continue
+                start, cpu = time.perf_counter(), time.process_time()
+                sub_texts, sub_labels = sample_labelled(task.train, n, seed)
                 if method == "probe":
+                    if test_features is None:
+                        test_features = encode_features(frozen, test)
+                    if seed not in pools:  # nested draws: one pass serves every n
+                        texts, labels = sample_labelled(task.train, max(label_counts), seed)
+                        pool = tokenize_labelled(tokenizer, texts, labels, length)
+                        pools[seed] = texts, encode_features(frozen, pool)
+                    texts, features = pools[seed]
+                    index = [texts.index(t) for t in sub_texts]
                     acc = run_probe(features[index], sub_labels, test_features, test.labels, seed)
                 else:
                     acc = run_trained(encoder, tokenizer, method, sub_texts, sub_labels, test, seed)
-                row = dict(encoder=name, method=method, n_labels=n, seed=seed, accuracy=acc,
-                           steps=0 if method == "probe" else n_steps(n),
-                           seconds=round(time.perf_counter() - start, 2))  # fmt: skip
-                rows.append(row)
-                log(row)
-    return rows
+                record(
+                    dict(encoder=name, method=method, n_labels=n, seed=seed, accuracy=acc,
+                         steps=0 if method == "probe" else n_steps(n),
+                         seconds=round(time.perf_counter() - start, 2),
+                         cpu_seconds=round(time.process_time() - cpu, 2))
+                )  # fmt: skip
 
 
 def main(argv=None) -> None:
@@ -155,39 +163,55 @@ def main(argv=None) -> None:
     parser.add_argument("--labels", nargs="+", type=int, default=[24, 96, 384, 1536])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the results already in --out, run the rest"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(SETTINGS["threads"])
     torch.use_deterministic_algorithms(True)
     old = json.loads(args.out.read_text()) if args.out.exists() else {}
-    runs = {k: v for k, v in old.get("runs", {}).items() if k not in args.encoders}
-    results = [r for r in old.get("results", []) if r["encoder"] not in args.encoders]
+    if args.resume and old and old.get("settings") != SETTINGS:
+        raise SystemExit(f"{args.out} was made with other settings; run without --resume")
+    keep = (lambda r: True) if args.resume else (lambda r: r["encoder"] not in args.encoders)
+    runs = {k: v for k, v in old.get("runs", {}).items() if args.resume or k not in args.encoders}
+    results = [r for r in old.get("results", []) if keep(r)]
     command = "nice -n 10 .venv/bin/python scripts/finetune_sweep.py " + shlex.join(
         sys.argv[1:] if argv is None else argv
     )
     task = genre_task(SETTINGS["test_per_genre"])
     for name in args.encoders:
-        start = time.perf_counter()
-        rows = sweep_encoder(name, args.labels, args.seeds, lambda r: print(json.dumps(r)))
-        results.extend(rows)
-        runs[name] = dict(command=command, seconds=round(time.perf_counter() - start, 1),
-                          seeds=args.seeds, label_counts=sorted(args.labels))  # fmt: skip
-        payload = dict(
-            description="held-out genre accuracy (comedy/history/tragedy, whole plays held "
-            "out) against the number of labelled passages; written by scripts/finetune_sweep.py",
-            genres=list(GENRES),
-            test_passages=len(task.test),
-            majority_baseline=majority_baseline(task),
-            settings=SETTINGS,
-            machine=dict(
-                python=platform.python_version(),
-                torch=torch.__version__,
-                processor=platform.machine(),
-            ),  # fmt: skip
-            runs=runs,
-            results=results,
-        )
-        args.out.write_text(json.dumps(payload, indent=1) + "\n")
-        print(f"{name}: {runs[name]['seconds']:.0f} s, written to {args.out}", flush=True)
+        run = runs.setdefault(name, dict(commands=[], seconds=0.0, cpu_seconds=0.0))
+        run.update(seeds=args.seeds, label_counts=sorted(args.labels))
+        run["commands"].append(command)
+        base, base_cpu = run["seconds"], run["cpu_seconds"]
+        start, cpu = time.perf_counter(), time.process_time()
+
+        def record(row, run=run, base=base, base_cpu=base_cpu, start=start, cpu=cpu):
+            results.append(row)
+            print(json.dumps(row), flush=True)
+            run["seconds"] = round(base + time.perf_counter() - start, 1)
+            run["cpu_seconds"] = round(base_cpu + time.process_time() - cpu, 1)
+            payload = dict(
+                description="held-out genre accuracy (comedy/history/tragedy, whole plays "
+                "held out) against the number of labelled passages; written by "
+                "scripts/finetune_sweep.py",
+                genres=list(GENRES),
+                test_passages=len(task.test),
+                majority_baseline=majority_baseline(task),
+                settings=SETTINGS,
+                machine=dict(
+                    python=platform.python_version(),
+                    torch=torch.__version__,
+                    processor=platform.machine(),
+                ),  # fmt: skip
+                runs=runs,
+                results=results,
+            )
+            args.out.write_text(json.dumps(payload, indent=1) + "\n")
+
+        done = {(r["encoder"], r["method"], r["n_labels"], r["seed"]) for r in results}
+        sweep_encoder(name, args.labels, args.seeds, done, record)
+        print(f"{name}: {run['seconds']:.0f} s in all, in {args.out}", flush=True)
 
 
 if __name__ == "__main__":
