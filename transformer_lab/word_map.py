@@ -122,7 +122,9 @@ def _scores(a, b, c, W_E, vocab, query: str) -> torch.Tensor:
     vectors = {"a-b+c": W_E[ia] - W_E[ib] + W_E[ic], "a": W_E[ia], "c": W_E[ic]}
     if query not in vectors:
         raise ValueError(f"query must be one of {sorted(vectors)}, got {query!r}")
-    sims = F.normalize(W_E, dim=1) @ F.normalize(vectors[query], dim=0)  # [d_vocab]
+    v = vectors[query]
+    # cosine without a normalised copy of the whole table: one product, one pass of norms
+    sims = (W_E @ v) / (W_E.norm(dim=1) * v.norm()).clamp_min(1e-12)  # [d_vocab]
     sims[[ia, ib, ic]] = -torch.inf  # the question's words are not answers
     return sims
 
