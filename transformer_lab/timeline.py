@@ -56,7 +56,7 @@ TIMELINE: tuple[TimelineEntry, ...] = (
         "cho2014gru",
         "Cho et al.",
         "recurrent",
-        "one RNN reads a phrase into a vector, a second one writes the translation",
+        "one RNN encodes a phrase into a vector, a second decodes its translation",
     ),
     TimelineEntry(
         2014,
