@@ -120,3 +120,16 @@ def test_word_map_plotly_hover_and_arrows():
     assert [(n["ax"], n["ay"], n["x"], n["y"]) for n in notes] == [(0, 0, 1, 0), (0, 1, 1, 1)]
     with pytest.raises(ValueError, match="not among the words"):
         word_map_plotly(coords, list("abcd"), list("xxyy"), arrows={"z": [("a", "q")]})
+
+
+def test_on_minilm_the_arrow_finds_queen_and_capitals():
+    from transformer_lab.embeddings import minilm_token_embeddings
+
+    vocab, W = minilm_token_embeddings()
+    assert analogy("king", "man", "woman", W, vocab, k=1)[0][0] == "queen"
+    # the arrow brings moscow from far down the list (madrid alone) to the top
+    assert analogy_rank("madrid", "spain", "russia", "moscow", W, vocab) == 1
+    assert analogy_rank("madrid", "spain", "russia", "moscow", W, vocab, query="a") > 100
+    words = ["one", "two", "three", "red", "blue", "green", "dog", "cat", "horse"]
+    stats = group_separation(W[vocab.encode(words)], ["n"] * 3 + ["c"] * 3 + ["a"] * 3)
+    assert stats["purity"] == 1.0 and stats["within"] > 3 * stats["between"]
