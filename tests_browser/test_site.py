@@ -310,3 +310,101 @@ def test_search_finds_pages(browser_context, site_url):
         assert_local(browser_context, start, "search")
     finally:
         page.close()
+
+
+# --- the architecture diagram (transformer_lab.architecture) ----------------------------
+
+DIAGRAM = ".bd-article figure.tl-arch"
+# chapters 4 to 13 each show the Transformer with their own part highlighted
+DIAGRAM_PAGES = [name for name in CHAPTERS if "04" <= Path(name).name[:2] <= "14"]
+
+
+def diagram_state(html_text: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(variant, highlighted boxes) of every diagram of a built page, read from its HTML."""
+    from html.parser import HTMLParser
+
+    class Reader(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.found: list[tuple[str, list[str]]] = []
+
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            classes = (attrs.get("class") or "").split()
+            if tag == "figure" and "tl-arch" in classes:
+                self.found.append((attrs.get("data-variant"), []))
+            elif tag == "a" and {"tl-arch-hit", "tl-arch-on"} <= set(classes) and self.found:
+                self.found[-1][1].append(attrs["data-box"])
+
+    reader = Reader()
+    reader.feed(html_text)
+    return [(variant, tuple(sorted(on))) for variant, on in reader.found]
+
+
+@pytest.mark.parametrize("name", DIAGRAM_PAGES)
+def test_architecture_diagram_links_work(browser_context, site_url, name):
+    """The chapter shows the diagram with a text alternative; every box's link loads a page."""
+    page, problems, start = open_page(browser_context, page_url(site_url, name))
+    try:
+        figures = page.locator(DIAGRAM)
+        assert figures.count() >= 1, f"{name} shows no architecture diagram"
+        figure = figures.first
+        svg = figure.locator("svg[role=img]")
+        assert svg.count() == 1, f"{name}: the diagram's SVG is not marked role=img"
+        label = page.evaluate(
+            """(svg) => svg.getAttribute('aria-labelledby').split(' ')
+                .map((id) => document.getElementById(id).textContent).join(' ')""",
+            svg.element_handle(),
+        )
+        assert "read from bottom to top" in label and "Highlighted:" in label, (name, label)
+        assert figure.locator("figcaption li a").count() >= 8, f"{name}: no list of the boxes"
+        assert figure.locator("a.tl-arch-hit.tl-arch-on").count() >= 1, f"{name}: no highlight"
+        hrefs = page.evaluate(
+            "(sel) => [...document.querySelectorAll(sel + ' a[href]')].map((a) => a.href)",
+            DIAGRAM,
+        )
+        pages = {f"/{p}.html" for p in PAGES}
+        for url in sorted(set(hrefs)):
+            assert urlparse(url).path in pages, f"{name}: the diagram links to {url}"
+            response = page.request.get(url)
+            assert response.status == 200, f"{name}: {url} answered {response.status}"
+        assert not problems.errors, f"{name}: {problems.errors}"
+        assert_local(browser_context, start, name)
+    finally:
+        page.close()
+
+
+def test_architecture_highlight_differs_per_chapter():
+    """No two chapters of parts 3-4 highlight the same boxes of the same variant."""
+    if not (HTML / "index.html").exists():
+        missing(f"no built site in {HTML}: run `make book` first")
+    shown = {}
+    for name in DIAGRAM_PAGES:
+        states = diagram_state((HTML / f"{name}.html").read_text(encoding="utf-8"))
+        assert states and states[0][1], f"{name}: no diagram with a highlight near its top"
+        shown[name] = states[0]
+    repeated = {n: s for n, s in shown.items() if list(shown.values()).count(s) > 1}
+    assert not repeated, f"chapters with the same highlight: {repeated}"
+
+
+def test_architecture_box_hover_and_click(browser_context, site_url):
+    """Hovering a box outlines it and names its chapter; clicking it opens that chapter."""
+    name = SHOWCASE
+    page, problems, start = open_page(browser_context, page_url(site_url, name))
+    try:
+        hit = page.locator(f"{DIAGRAM} a.tl-arch-hit[data-part=positions]").first
+        hit.scroll_into_view_if_needed()
+        assert "Positional encoding: chapter 7" in hit.get_attribute("title")
+        before = hit.evaluate("(a) => getComputedStyle(a).boxShadow")
+        hit.hover()
+        page.wait_for_timeout(200)
+        after = hit.evaluate("(a) => getComputedStyle(a).boxShadow")
+        assert after != before and after != "none", (before, after)
+        hit.click()
+        page.wait_for_load_state("load")
+        assert urlparse(page.url).path == "/book/07_positional_encoding.html", page.url
+        assert "Positional encoding" in page.locator(".bd-article h1").first.inner_text()
+        assert not problems.errors, problems.errors
+        assert_local(browser_context, start, "diagram click")
+    finally:
+        page.close()
