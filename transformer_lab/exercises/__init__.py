@@ -17,7 +17,7 @@ Layout:
   first matching mistake), ``close``, ``largest_difference``, ``describe_shapes``.
 - :mod:`.attention_mistakes`: random attention inputs and the usual mistakes in attention,
   shared by the attention checkers.
-- one module per chapter, ``chNN_topic.py`` (``ch01_embeddings`` ... ``ch13_gpt``), holding
+- one module per chapter, ``chNN_topic.py`` (``ch01_embeddings`` ... ``ch16_data_parallel``), holding
   that chapter's checkers; a chapter that reuses an earlier chapter's checker re-exports it.
   A checker module imports only :mod:`.runner`, :mod:`.attention_mistakes` and other
   modules' public names; the model modules never import checkers.
@@ -44,6 +44,7 @@ from .ch10_block import check_block_parameter_count, check_feed_forward, check_p
 from .ch11_encoder_decoder import check_cross_attention
 from .ch12_bert import check_mean_pool, check_previous_token_score
 from .ch13_gpt import check_nucleus
+from .ch14_decoders import check_kv_cache_bytes, check_rms_norm
 from .ch15_fine_tuning import check_majority_baseline, check_parameter_groups
 from .ch16_data_parallel import check_global_batch, check_ring_all_reduce
 from .runner import CheckResult, WrongAnswer, run_check
@@ -92,6 +93,9 @@ __all__ = [
     "check_mean_pool",
     # chapter 13
     "check_nucleus",
+    # chapter 14
+    "check_rms_norm",
+    "check_kv_cache_bytes",
     # chapter 15
     "check_majority_baseline",
     "check_parameter_groups",

@@ -1,0 +1,143 @@
+"""SmolLM2-135M-Instruct in the package's code against Hugging Face transformers.
+
+Measures, on this machine:
+
+- loading: ``transformer_lab.pretrained.smollm2()`` in a fresh Python process, its wall
+  time and the process's peak resident memory (``ru_maxrss``); the same for transformers'
+  ``LlamaForCausalLM.from_pretrained(..., gguf_file=...)`` for reference;
+- generation: greedy decoding of ``--new-tokens`` tokens after the same chat prompt, with
+  the key/value cache, ours (``transformer_lab.generate.generate``) and transformers'
+  ``generate``, with the same weights and thread count, interleaved, median of
+  ``--repeats``; both must produce the same tokens.
+
+Usage: ``.venv/bin/python scripts/bench_smollm2.py [--threads 1] [--new-tokens 64]``.
+transformers is used here only (and in the parity tests), never in the book.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+LOAD_OURS = """
+import json, resource, time
+t0 = time.perf_counter()
+import torch
+torch.set_num_threads({threads})
+from transformer_lab.pretrained import smollm2
+t1 = time.perf_counter()
+model, tok = smollm2()
+t2 = time.perf_counter()
+print(json.dumps(dict(import_s=t1 - t0, load_s=t2 - t1,
+                      peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+"""
+
+LOAD_HF = """
+import json, resource, time
+import torch
+torch.set_num_threads({threads})
+import transformers
+from transformer_lab.gguf_loader import smollm2_path
+path = smollm2_path()
+t1 = time.perf_counter()
+model = transformers.LlamaForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                      dtype=torch.float32)
+t2 = time.perf_counter()
+print(json.dumps(dict(load_s=t2 - t1,
+                      peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+"""
+
+
+def run_fresh(code: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads, both sides")
+    parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--skip-load", action="store_true", help="only time generation")
+    args = parser.parse_args(argv)
+    result: dict = {"threads": args.threads, "new_tokens": args.new_tokens}
+
+    if not args.skip_load:
+        result["load_ours"] = run_fresh(LOAD_OURS.format(threads=args.threads))
+        result["load_transformers"] = run_fresh(LOAD_HF.format(threads=args.threads))
+        print(
+            f"load, ours:         {result['load_ours']['load_s']:.1f} s, "
+            f"peak RSS {result['load_ours']['peak_rss_mb']:.0f} MB (fresh process)"
+        )
+        print(
+            f"load, transformers: {result['load_transformers']['load_s']:.1f} s, "
+            f"peak RSS {result['load_transformers']['peak_rss_mb']:.0f} MB (fresh process)"
+        )
+
+    import torch
+    import transformers
+
+    from transformer_lab.generate import generate
+    from transformer_lab.gguf_loader import smollm2_path
+    from transformer_lab.pretrained import smollm2
+
+    torch.set_num_threads(args.threads)
+    model, tok = smollm2()
+    path = smollm2_path()
+    hf = transformers.LlamaForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, dtype=torch.float32
+    ).eval()
+    ids = torch.tensor([tok.encode(tok.chat_prompt("Tell me about the history of Paris."))])
+    n = args.new_tokens
+
+    def ours():
+        return generate(model, ids, n, temperature=0, use_cache=True)
+
+    def theirs():
+        with torch.no_grad():
+            return hf.generate(
+                ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=n,
+                min_new_tokens=n,
+                do_sample=False,
+                use_cache=True,
+            )
+
+    outputs = {"ours": ours(), "transformers": theirs()}  # warm-up, and the tokens to compare
+    times: dict[str, list[float]] = {"ours": [], "transformers": []}
+    for _ in range(args.repeats):  # interleaved, so both see the same conditions
+        for name, fn in (("ours", ours), ("transformers", theirs)):
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    same = torch.equal(outputs["ours"], outputs["transformers"])
+    for name in times:
+        median = statistics.median(times[name])
+        result[f"tokens_per_s_{name}"] = n / median
+        result[f"seconds_{name}"] = sorted(times[name])
+    result["same_tokens"] = same
+    result["prompt_tokens"] = ids.shape[1]
+    result["ratio_ours_over_transformers"] = (
+        result["tokens_per_s_ours"] / result["tokens_per_s_transformers"]
+    )
+    print(
+        f"generation, {n} greedy tokens after a {ids.shape[1]}-token prompt, "
+        f"{args.threads} thread(s), median of {args.repeats} interleaved repeats:"
+    )
+    print(f"  ours:         {result['tokens_per_s_ours']:.1f} tokens/s")
+    print(f"  transformers: {result['tokens_per_s_transformers']:.1f} tokens/s")
+    print(
+        f"  ratio ours/transformers {result['ratio_ours_over_transformers']:.2f}; "
+        f"same tokens: {same}"
+    )
+    print(tok.decode(outputs["ours"][0, ids.shape[1] :].tolist()))
+    return result
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(), indent=1))

@@ -1,0 +1,57 @@
+"""SwiGLU: equal to the formula written with nn.Linear and F.silu; bad inputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer_lab.swiglu import SwiGLU
+
+
+def test_equals_linear_layers():
+    torch.manual_seed(0)
+    ours = SwiGLU(6, 10)
+    gate, up, down = (
+        nn.Linear(6, 10, bias=False),
+        nn.Linear(6, 10, bias=False),
+        nn.Linear(10, 6, bias=False),
+    )
+    with torch.no_grad():
+        gate.weight.copy_(ours.W_gate.T)
+        up.weight.copy_(ours.W_up.T)
+        down.weight.copy_(ours.W_down.T)
+    h = torch.randn(2, 5, 6)
+    ref = down(F.silu(gate(h)) * up(h))
+    torch.testing.assert_close(ours(h), ref, atol=1e-6, rtol=1e-5)
+
+
+def test_silu_gate_closes_for_very_negative_gate():
+    m = SwiGLU(2, 3)
+    with torch.no_grad():
+        m.W_gate.fill_(-100.0)
+    assert ours_small(m(torch.ones(1, 2)))
+
+
+def ours_small(y):
+    return bool((y.abs() < 1e-20).all())
+
+
+def test_parameter_count_is_three_matrices():
+    m = SwiGLU(576, 1536)
+    assert sum(p.numel() for p in m.parameters()) == 3 * 576 * 1536
+
+
+@pytest.mark.parametrize(
+    "thunk, error, fragment",
+    [
+        (lambda: SwiGLU(0, 4), ValueError, "d_model"),
+        (lambda: SwiGLU(4, 2.5), ValueError, "d_mlp"),
+        (lambda: SwiGLU(4, 8)(torch.ones(2, 5)), ValueError, "d_model=4"),
+        (lambda: SwiGLU(4, 8)(torch.ones(2, 4, dtype=torch.long)), TypeError, "floating"),
+    ],
+)
+def test_bad_inputs(thunk, error, fragment):
+    with pytest.raises(error, match=fragment):
+        thunk()

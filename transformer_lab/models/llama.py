@@ -1,0 +1,301 @@
+"""A Llama-style decoder (Touvron et al. 2023): the GPT of chapter 13 with today's parts.
+
+The same decoder-only shape as :class:`~transformer_lab.models.gpt.GPT` (token embeddings,
+``n_layers`` pre-norm blocks of masked self-attention and a feed-forward layer, a final
+norm, a tied unembedding), with four parts changed:
+
+- :class:`~transformer_lab.rmsnorm.RMSNorm` instead of layer norm (no mean, no bias);
+- rotary position embeddings (:mod:`~transformer_lab.rotary`) applied to queries and keys
+  in every layer, instead of a learned ``W_pos`` added once at the bottom;
+- grouped-query attention (:mod:`~transformer_lab.gqa`): ``n_kv_heads`` key/value heads
+  shared by ``n_heads`` query heads, which shrinks the key/value cache;
+- the SwiGLU feed-forward layer (:class:`~transformer_lab.swiglu.SwiGLU`); no biases
+  anywhere.
+
+``model(ids)`` maps ``[batch, pos]`` token ids to logits ``[batch, pos, d_vocab]``. With a
+:class:`LlamaKVCache` it runs on new tokens only (cached generation equals uncached), so
+:func:`transformer_lab.generate.generate` drives it like the GPT. Hooks as elsewhere:
+``blocks.13.attn.pattern`` holds layer 13's weights ``[batch, n_heads, query_pos,
+key_pos]`` while a :func:`~transformer_lab.hooks.capture` is active.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..gqa import grouped_query_attention
+from ..hooks import Hook
+from ..masks import causal_mask
+from ..rmsnorm import RMSNorm
+from ..rotary import apply_rotary, rotary_cos_sin
+from ..swiglu import SwiGLU
+
+__all__ = ["LlamaConfig", "LlamaKVCache", "LlamaAttention", "LlamaBlock", "Llama"]
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class LlamaConfig:
+    d_vocab: int  # vocabulary size
+    n_ctx: int = 2048  # the longest sequence accepted (RoPE itself has no table to outgrow)
+    n_layers: int = 4  # number of blocks
+    n_heads: int = 4  # query heads per block; d_head = d_model // n_heads
+    n_kv_heads: int = 2  # key/value heads shared by the query heads (divides n_heads)
+    d_model: int = 128  # width of the residual stream
+    d_mlp: int = 352  # hidden width of the SwiGLU layer
+    rope_base: float = 10000.0  # RoPE's base: pair i turns by base^(-2i/d_head) per position
+    eps: float = 1e-5  # RMSNorm epsilon
+    tie_weights: bool = True  # unembedding = W_E transposed (no separate W_U)
+    init_std: float = 0.02  # std of the normal initialisation of every weight matrix
+
+    def __post_init__(self):
+        for name in ("d_vocab", "n_ctx", "n_layers", "n_heads", "n_kv_heads", "d_model", "d_mlp"):
+            value = getattr(self, name)
+            if not _is_int(value) or value <= 0:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if (self.d_model // self.n_heads) % 2:
+            raise ValueError(f"d_head={self.d_model // self.n_heads} must be even for RoPE")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(
+                f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}"
+            )
+        for name in ("rope_base", "eps", "init_std"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        if self.rope_base <= 1:
+            raise ValueError(f"rope_base must be > 1, got {self.rope_base!r}")
+        if not isinstance(self.tie_weights, bool):
+            raise TypeError(f"tie_weights must be a bool, got {self.tie_weights!r}")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+
+def _check_config(config) -> None:
+    if not isinstance(config, LlamaConfig):
+        raise TypeError(f"config must be a LlamaConfig, got {type(config).__name__}")
+
+
+class LlamaKVCache:
+    """Keys (already rotated) and values of the tokens seen so far, one ``(k, v)`` pair per
+    layer, each ``[batch, n_kv_heads, pos, d_head]``: grouped-query attention caches only
+    the shared heads. ``padding`` keeps the ``[batch, pos]`` mask of real tokens when the
+    batch was padded."""
+
+    def __init__(self, n_layers: int):
+        if not _is_int(n_layers) or n_layers <= 0:
+            raise ValueError(f"n_layers must be a positive int, got {n_layers!r}")
+        self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers
+        self.padding: torch.Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        """How many positions are cached."""
+        first = self.layers[0]
+        return 0 if first is None else first[0].shape[-2]
+
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor):
+        """Append the new positions' ``k``, ``v`` and return the whole cached keys/values."""
+        old = self.layers[layer]
+        if old is not None:
+            if old[0].shape[:2] != k.shape[:2] or old[0].shape[3] != k.shape[3]:
+                raise ValueError(
+                    f"the cache holds [batch, n_kv_heads, pos, d_head]={tuple(old[0].shape)} "
+                    f"but the new keys are {tuple(k.shape)}; "
+                    "use model.new_cache() for another batch"
+                )
+            k, v = torch.cat([old[0], k], dim=-2), torch.cat([old[1], v], dim=-2)
+        self.layers[layer] = (k, v)
+        return k, v
+
+    def num_bytes(self) -> int:
+        """Memory held by the cached keys and values."""
+        return sum(t.numel() * t.element_size() for kv in self.layers if kv for t in kv)
+
+
+class LlamaAttention(nn.Module):
+    """Causal grouped-query self-attention with RoPE on queries and keys, no biases.
+
+    ``W_Q [d_model, n_heads d_head]``, ``W_K``/``W_V [d_model, n_kv_heads d_head]``,
+    ``W_O [n_heads d_head, d_model]``. Hooks ``pattern`` and ``z``.
+    """
+
+    def __init__(self, config: LlamaConfig):
+        super().__init__()
+        _check_config(config)
+        c = config
+        self.n_heads, self.n_kv_heads, self.d_head = c.n_heads, c.n_kv_heads, c.d_head
+        self.W_Q = nn.Parameter(torch.empty(c.d_model, c.n_heads * c.d_head))
+        self.W_K = nn.Parameter(torch.empty(c.d_model, c.n_kv_heads * c.d_head))
+        self.W_V = nn.Parameter(torch.empty(c.d_model, c.n_kv_heads * c.d_head))
+        self.W_O = nn.Parameter(torch.empty(c.n_heads * c.d_head, c.d_model))
+        self.pattern, self.z = Hook(), Hook()
+
+    def forward(self, x, cos, sin, mask=None, cache=None, layer=0):
+        """``x [batch, pos, d_model]`` (the newest positions when ``cache`` is given)."""
+        batch, pos, _ = x.shape
+        q = (x @ self.W_Q).view(batch, pos, self.n_heads, self.d_head).transpose(1, 2)
+        k = (x @ self.W_K).view(batch, pos, self.n_kv_heads, self.d_head).transpose(1, 2)
+        v = (x @ self.W_V).view(batch, pos, self.n_kv_heads, self.d_head).transpose(1, 2)
+        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)  # rotate, then cache
+        if cache is not None:
+            k, v = cache.update(layer, k, v)  # [batch, n_kv_heads, key_pos, d_head]
+        want = self.pattern.active
+        z, weights = grouped_query_attention(q, k, v, mask, need_weights=want)
+        if weights is not None:
+            self.pattern(weights)  # [batch, n_heads, query_pos, key_pos]
+        z = self.z(z.transpose(1, 2).reshape(batch, pos, self.n_heads * self.d_head))
+        return z @ self.W_O  # [batch, pos, d_model]
+
+
+class LlamaBlock(nn.Module):
+    """``x + attn(norm1(x))``, then ``x + mlp(norm2(x))``, with RMSNorm and SwiGLU."""
+
+    def __init__(self, config: LlamaConfig):
+        super().__init__()
+        _check_config(config)
+        self.norm1 = RMSNorm(config.d_model, config.eps)
+        self.attn = LlamaAttention(config)
+        self.norm2 = RMSNorm(config.d_model, config.eps)
+        self.mlp = SwiGLU(config.d_model, config.d_mlp, config.init_std)
+
+    def forward(self, x, cos, sin, mask=None, cache=None, layer=0):
+        x = x + self.attn(self.norm1(x), cos, sin, mask, cache, layer)
+        return x + self.mlp(self.norm2(x))
+
+
+class Llama(nn.Module):
+    """The decoder: ``model(ids)`` maps token ids ``[batch, pos]`` to next-token logits
+    ``[batch, pos, d_vocab]``; position ``t`` sees tokens ``0..t`` only."""
+
+    def __init__(self, config: LlamaConfig):
+        super().__init__()
+        _check_config(config)
+        self.config = c = config
+        self.W_E = nn.Parameter(torch.empty(c.d_vocab, c.d_model))  # token embeddings
+        self.blocks = nn.ModuleList(LlamaBlock(c) for _ in range(c.n_layers))
+        self.norm_f = RMSNorm(c.d_model, c.eps)
+        self.W_U = None if c.tie_weights else nn.Parameter(torch.empty(c.d_model, c.d_vocab))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Every matrix ``N(0, init_std^2)``; the two that write into the residual stream
+        (``W_O``, ``W_down``) scaled by ``1/sqrt(2 n_layers)`` as in the GPT; gains one."""
+        std = self.config.init_std
+        with torch.no_grad():
+            nn.init.normal_(self.W_E, std=std)
+            if self.W_U is not None:
+                nn.init.normal_(self.W_U, std=std)
+            for block in self.blocks:
+                a, m = block.attn, block.mlp
+                for w in (a.W_Q, a.W_K, a.W_V, m.W_gate, m.W_up):
+                    nn.init.normal_(w, std=std)
+                for w in (a.W_O, m.W_down):
+                    nn.init.normal_(w, std=std / math.sqrt(2 * self.config.n_layers))
+                block.norm1.gain.fill_(1.0)
+                block.norm2.gain.fill_(1.0)
+            self.norm_f.gain.fill_(1.0)
+
+    @property
+    def unembed(self) -> torch.Tensor:
+        """``[d_model, d_vocab]``: ``W_E`` transposed when the weights are tied."""
+        return self.W_E.T if self.W_U is None else self.W_U
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def new_cache(self) -> LlamaKVCache:
+        return LlamaKVCache(self.config.n_layers)
+
+    def _check_idx(self, idx, offset: int) -> None:
+        if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.long, torch.int):
+            got = getattr(idx, "dtype", type(idx).__name__)
+            raise TypeError(f"idx must be an integer tensor of token ids, got {got}")
+        if idx.dim() != 2 or idx.shape[1] == 0:
+            raise ValueError(
+                f"idx must be [batch, pos] with pos >= 1, got shape {tuple(idx.shape)}"
+            )
+        if offset + idx.shape[1] > self.config.n_ctx:
+            raise ValueError(
+                f"{offset + idx.shape[1]} positions exceed the context length "
+                f"n_ctx={self.config.n_ctx}"
+            )
+        low, high = (int(t) for t in torch.aminmax(idx))
+        if low < 0 or high >= self.config.d_vocab:
+            raise ValueError(
+                f"idx must be in [0, {self.config.d_vocab}), got values from {low} to {high}"
+            )
+
+    def forward(
+        self,
+        idx: torch.Tensor,
+        kv_cache: LlamaKVCache | None = None,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        last_only: bool = False,
+    ) -> torch.Tensor:
+        """Logits ``[batch, pos, d_vocab]`` for token ids ``idx [batch, pos]``.
+
+        ``attention_mask`` (bool or 0/1, ``[batch, pos]``, True = real token) marks padding;
+        padded keys are never attended to and each sequence's positions count its real
+        tokens only, so a left-padded sequence gets the same numbers as alone. With
+        ``kv_cache``, ``idx`` holds only the new tokens; the mask then covers the new
+        tokens (the cache remembers the earlier ones' mask). ``last_only=True`` unembeds
+        the last position only (``[batch, 1, d_vocab]``), all that generation needs: for a
+        prompt it saves the largest product, ``d_model x d_vocab``, at every other position.
+        """
+        if kv_cache is not None and not isinstance(kv_cache, LlamaKVCache):
+            raise TypeError(
+                f"kv_cache must be a LlamaKVCache or None, got {type(kv_cache).__name__}"
+            )
+        if kv_cache is not None and len(kv_cache.layers) != len(self.blocks):
+            raise ValueError(
+                f"kv_cache has {len(kv_cache.layers)} layers but the model has {len(self.blocks)}"
+            )
+        offset = 0 if kv_cache is None else kv_cache.length
+        self._check_idx(idx, offset)
+        batch, pos = idx.shape
+        padding = None if kv_cache is None else kv_cache.padding
+        if attention_mask is not None:
+            if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != idx.shape:
+                got = getattr(attention_mask, "shape", type(attention_mask).__name__)
+                raise ValueError(
+                    f"attention_mask must be [batch, pos]={tuple(idx.shape)} like idx, got {got}"
+                )
+            new = attention_mask.to(torch.bool)
+            old = padding
+            if old is None and offset:
+                old = torch.ones(batch, offset, dtype=torch.bool, device=idx.device)
+            padding = new if old is None else torch.cat([old, new], dim=1)
+        elif padding is not None:
+            ones = torch.ones(batch, pos, dtype=torch.bool, device=idx.device)
+            padding = torch.cat([padding, ones], dim=1)
+        if kv_cache is not None:
+            kv_cache.padding = padding
+        if padding is None:
+            positions = torch.arange(offset, offset + pos, device=idx.device)  # [pos]
+            mask = None if pos == 1 else causal_mask(pos, offset + pos, device=idx.device)
+        else:
+            positions = (padding.long().cumsum(dim=1) - 1).clamp(min=0)[:, offset:]  # [batch, pos]
+            causal = causal_mask(pos, offset + pos, device=idx.device)  # [pos, key_pos]
+            mask = causal & padding[:, None, None, :]  # [batch, 1, pos, key_pos]
+        cos, sin = rotary_cos_sin(positions, self.config.d_head, self.config.rope_base)
+        x = self.W_E[idx]  # [batch, pos, d_model]
+        for layer, block in enumerate(self.blocks):
+            x = block(x, cos, sin, mask, kv_cache, layer)
+        if last_only:
+            x = x[:, -1:]  # [batch, 1, d_model]
+        return self.norm_f(x) @ self.unembed  # [batch, pos, d_vocab]
