@@ -1972,45 +1972,139 @@ def llama():
     return LL.Llama(LL.LlamaConfig(**LLAMA_SMALL)).eval()
 
 
-case(RN.rms_norm, lambda: RN.rms_norm(f(2, 4), torch.ones(5)), ValueError,
-     "x has 4 features but gain has 5")
-case(RN.rms_norm, lambda: RN.rms_norm(ids([1, 2]), torch.ones(2)), TypeError,
-     "expects a floating-point tensor x, got torch.int64")
+case(
+    RN.rms_norm,
+    lambda: RN.rms_norm(f(2, 4), torch.ones(5)),
+    ValueError,
+    "x has 4 features but gain has 5",
+)
+case(
+    RN.rms_norm,
+    lambda: RN.rms_norm(ids([1, 2]), torch.ones(2)),
+    TypeError,
+    "expects a floating-point tensor x, got torch.int64",
+)
 case(RN.RMSNorm, lambda: RN.RMSNorm(4, eps=-1.0), ValueError, "eps must be a positive finite")
 case(RN.RMSNorm, lambda: RN.RMSNorm(4)(f(2, 3)), ValueError, "x has 3 features but gain has 4")
-case(RO.rotary_frequencies, lambda: RO.rotary_frequencies(5), ValueError,
-     "d_head must be a positive even int, got 5")
-case(RO.rotary_cos_sin, lambda: RO.rotary_cos_sin(torch.arange(3.0), 4), TypeError,
-     "positions must be an integer tensor, got torch.float32")
-case(RO.apply_rotary, lambda: RO.apply_rotary(f(1, 2, 3, 4), *RO.rotary_cos_sin(torch.arange(5), 4)),
-     ValueError, "cos must be [..., pos, d_head/2]=(3, 2)")
-case(RO.RotaryEmbedding, lambda: RO.RotaryEmbedding(4)(f(1, 2, 3, 6)), ValueError,
-     "x must be [batch, n_heads, pos, d_head=4], got (1, 2, 3, 6)")
-case(SW.SwiGLU, lambda: SW.SwiGLU(4, 8)(f(2, 5)), ValueError, "SwiGLU expects d_model=4, got shape (2, 5)")
+case(
+    RO.rotary_frequencies,
+    lambda: RO.rotary_frequencies(5),
+    ValueError,
+    "d_head must be a positive even int, got 5",
+)
+case(
+    RO.rotary_cos_sin,
+    lambda: RO.rotary_cos_sin(torch.arange(3.0), 4),
+    TypeError,
+    "positions must be an integer tensor, got torch.float32",
+)
+case(
+    RO.apply_rotary,
+    lambda: RO.apply_rotary(f(1, 2, 3, 4), *RO.rotary_cos_sin(torch.arange(5), 4)),
+    ValueError,
+    "cos must be [..., pos, d_head/2]=(3, 2)",
+)
+case(
+    RO.RotaryEmbedding,
+    lambda: RO.RotaryEmbedding(4)(f(1, 2, 3, 6)),
+    ValueError,
+    "x must be [batch, n_heads, pos, d_head=4], got (1, 2, 3, 6)",
+)
+case(
+    SW.SwiGLU,
+    lambda: SW.SwiGLU(4, 8)(f(2, 5)),
+    ValueError,
+    "SwiGLU expects d_model=4, got shape (2, 5)",
+)
 case(SW.SwiGLU, lambda: SW.SwiGLU(4, 0), ValueError, "d_mlp must be a positive int, got 0")
-case(GQ.repeat_kv, lambda: GQ.repeat_kv(f(1, 2, 3, 4), 0), ValueError, "n_rep must be a positive int")
-case(GQ.grouped_query_attention, lambda: GQ.grouped_query_attention(f(1, 6, 3, 4), f(1, 4, 3, 4), f(1, 4, 3, 4)),
-     ValueError, "q has n_heads=6, which n_kv_heads=4 does not divide")
-case(GQ.grouped_query_attention, lambda: GQ.grouped_query_attention(f(1, 4, 3, 4), f(1, 2, 3, 4), f(1, 1, 3, 4)),
-     ValueError, "k has 2 heads but v has 1")
-case(LL.LlamaConfig, lambda: LL.LlamaConfig(d_vocab=11, n_heads=4, n_kv_heads=3), ValueError,
-     "n_heads=4 is not divisible by n_kv_heads=3")
-case(LL.LlamaKVCache, lambda: LL.LlamaKVCache(0), ValueError, "n_layers must be a positive int, got 0")
-case(LL.LlamaAttention, lambda: LL.LlamaAttention(None), TypeError, "config must be a LlamaConfig, got NoneType")
-case(LL.LlamaBlock, lambda: LL.LlamaBlock(LLAMA_SMALL), TypeError, "config must be a LlamaConfig, got dict")
-case(LL.Llama, lambda: llama()(ids([1, 11])), ValueError, "idx must be in [0, 11), got values from 1 to 11")
-case(LL.Llama, lambda: llama()(ids([1, 2]), kv_cache=LL.LlamaKVCache(2)), ValueError,
-     "kv_cache has 2 layers but the model has 1")
+case(
+    GQ.repeat_kv, lambda: GQ.repeat_kv(f(1, 2, 3, 4), 0), ValueError, "n_rep must be a positive int"
+)
+case(
+    GQ.grouped_query_attention,
+    lambda: GQ.grouped_query_attention(f(1, 6, 3, 4), f(1, 4, 3, 4), f(1, 4, 3, 4)),
+    ValueError,
+    "q has n_heads=6, which n_kv_heads=4 does not divide",
+)
+case(
+    GQ.grouped_query_attention,
+    lambda: GQ.grouped_query_attention(f(1, 4, 3, 4), f(1, 2, 3, 4), f(1, 1, 3, 4)),
+    ValueError,
+    "k has 2 heads but v has 1",
+)
+case(
+    LL.LlamaConfig,
+    lambda: LL.LlamaConfig(d_vocab=11, n_heads=4, n_kv_heads=3),
+    ValueError,
+    "n_heads=4 is not divisible by n_kv_heads=3",
+)
+case(
+    LL.LlamaKVCache,
+    lambda: LL.LlamaKVCache(0),
+    ValueError,
+    "n_layers must be a positive int, got 0",
+)
+case(
+    LL.LlamaAttention,
+    lambda: LL.LlamaAttention(None),
+    TypeError,
+    "config must be a LlamaConfig, got NoneType",
+)
+case(
+    LL.LlamaBlock,
+    lambda: LL.LlamaBlock(LLAMA_SMALL),
+    TypeError,
+    "config must be a LlamaConfig, got dict",
+)
+case(
+    LL.Llama,
+    lambda: llama()(ids([1, 11])),
+    ValueError,
+    "idx must be in [0, 11), got values from 1 to 11",
+)
+case(
+    LL.Llama,
+    lambda: llama()(ids([1, 2]), kv_cache=LL.LlamaKVCache(2)),
+    ValueError,
+    "kv_cache has 2 layers but the model has 1",
+)
 case(GL.read_gguf, lambda: GL.read_gguf(3), TypeError, "path must be a str or Path, got int")
-case(GL.unpermute_qk, lambda: GL.unpermute_qk(np.zeros((6, 2)), 2), ValueError,
-     "6 rows do not split into 2 heads of an even size")
-case(GL.llama_config_from_gguf, lambda: GL.llama_config_from_gguf({"general.architecture": "gpt2"}),
-     ValueError, "expected a 'llama' GGUF file, got general.architecture='gpt2'")
-case(GL.llama_from_gguf, lambda: GL.llama_from_gguf({}), TypeError, "contents must be GGUFContents, got dict")
-case(GL.GGUFTokenizer, lambda: GL.GGUFTokenizer({"tokenizer.ggml.model": "llama"}), ValueError,
-     "only byte-level BPE ('gpt2') tokenizers are supported, got 'llama'")
-case(GL.smollm2, lambda: GL.smollm2(device=3), TypeError, "device must be a device name or torch.device")
-case(GL.chat, lambda: GL.chat(llama(), None, "Hi"), TypeError, "tokenizer must be a GGUFTokenizer, got NoneType")
+case(
+    GL.unpermute_qk,
+    lambda: GL.unpermute_qk(np.zeros((6, 2)), 2),
+    ValueError,
+    "6 rows do not split into 2 heads of an even size",
+)
+case(
+    GL.llama_config_from_gguf,
+    lambda: GL.llama_config_from_gguf({"general.architecture": "gpt2"}),
+    ValueError,
+    "expected a 'llama' GGUF file, got general.architecture='gpt2'",
+)
+case(
+    GL.llama_from_gguf,
+    lambda: GL.llama_from_gguf({}),
+    TypeError,
+    "contents must be GGUFContents, got dict",
+)
+case(
+    GL.GGUFTokenizer,
+    lambda: GL.GGUFTokenizer({"tokenizer.ggml.model": "llama"}),
+    ValueError,
+    "only byte-level BPE ('gpt2') tokenizers are supported, got 'llama'",
+)
+case(
+    GL.smollm2,
+    lambda: GL.smollm2(device=3),
+    TypeError,
+    "device must be a device name or torch.device",
+)
+case(
+    GL.chat,
+    lambda: GL.chat(llama(), None, "Hi"),
+    TypeError,
+    "tokenizer must be a GGUFTokenizer, got NoneType",
+)
 
 
 # --- the architecture diagram ---------------------------------------------------------------
@@ -2055,53 +2149,141 @@ def captioner():
     return CAP.Captioner(CAP.CaptionerConfig(d_vocab=12, d_model=8, d_embed=4, channels=4)).eval()
 
 
-case(SC.Thing, lambda: SC.Thing("purple", "circle", 0, 0), ValueError,
-     "colour must be one of ['blue', 'green', 'red', 'yellow'], got 'purple'")
-case(SC.Thing, lambda: SC.Thing("red", "circle", 3, 0), ValueError,
-     "row must be an int in 0..2, got 3")
-case(SC.Scene, lambda: SC.Scene(SC.Thing("red", "circle", 0, 2), SC.Thing("blue", "square", 0, 1)),
-     ValueError, "first must stand in a column left of second's, got columns 2 and 1")
-case(SC.Scene, lambda: SC.Scene("red circle", CAP_SCENE.second), TypeError,
-     "a Scene holds two Things, got str, Thing")
+case(
+    SC.Thing,
+    lambda: SC.Thing("purple", "circle", 0, 0),
+    ValueError,
+    "colour must be one of ['blue', 'green', 'red', 'yellow'], got 'purple'",
+)
+case(
+    SC.Thing,
+    lambda: SC.Thing("red", "circle", 3, 0),
+    ValueError,
+    "row must be an int in 0..2, got 3",
+)
+case(
+    SC.Scene,
+    lambda: SC.Scene(SC.Thing("red", "circle", 0, 2), SC.Thing("blue", "square", 0, 1)),
+    ValueError,
+    "first must stand in a column left of second's, got columns 2 and 1",
+)
+case(
+    SC.Scene,
+    lambda: SC.Scene("red circle", CAP_SCENE.second),
+    TypeError,
+    "a Scene holds two Things, got str, Thing",
+)
 case(SC.caption, lambda: SC.caption("a red circle"), TypeError, "scene must be a Scene, got str")
-case(SC.parse_caption, lambda: SC.parse_caption("a red circle"), TypeError,
-     "parse_caption takes a list of words (str)")
-case(SC.parse_caption, lambda: SC.parse_caption(["a", "red", "circle", "above"]), ValueError,
-     "expected a caption 'a <colour> <shape> left of a <colour> <shape>', got 'a red circle above'")
-case(SC.render, lambda: SC.render(CAP_SCENE, jitter=2), ValueError,
-     "jitter must be 0 or 1 pixel, got 2")
+case(
+    SC.parse_caption,
+    lambda: SC.parse_caption("a red circle"),
+    TypeError,
+    "parse_caption takes a list of words (str)",
+)
+case(
+    SC.parse_caption,
+    lambda: SC.parse_caption(["a", "red", "circle", "above"]),
+    ValueError,
+    "expected a caption 'a <colour> <shape> left of a <colour> <shape>', got 'a red circle above'",
+)
+case(
+    SC.render,
+    lambda: SC.render(CAP_SCENE, jitter=2),
+    ValueError,
+    "jitter must be 0 or 1 pixel, got 2",
+)
 case(SC.render, lambda: SC.render(None), TypeError, "scene must be a Scene, got NoneType")
-case(SC.SceneData, lambda: SC.SceneData({"test": [CAP_SCENE]}, 0), ValueError,
-     "splits must be a dict with a non-empty 'train' list of scenes")
-case(SC.SceneData, lambda: SC.SceneData({"train": ["a red circle"]}, 0), TypeError,
-     "splits['train'] must be a non-empty list of Scenes")
-case(SC.load, lambda: SC.load(test_fraction=1.5), ValueError,
-     "test_fraction must be a float in (0, 1), got 1.5")
+case(
+    SC.SceneData,
+    lambda: SC.SceneData({"test": [CAP_SCENE]}, 0),
+    ValueError,
+    "splits must be a dict with a non-empty 'train' list of scenes",
+)
+case(
+    SC.SceneData,
+    lambda: SC.SceneData({"train": ["a red circle"]}, 0),
+    TypeError,
+    "splits['train'] must be a non-empty list of Scenes",
+)
+case(
+    SC.load,
+    lambda: SC.load(test_fraction=1.5),
+    ValueError,
+    "test_fraction must be a float in (0, 1), got 1.5",
+)
 case(SC.load, lambda: SC.load(seed="0"), TypeError, "seed must be an int, got str")
-case(CAP.CaptionerConfig, lambda: CAP.CaptionerConfig(12, canvas=20), ValueError,
-     "canvas=20 is not a multiple of patch=8")
-case(CAP.CaptionerConfig, lambda: CAP.CaptionerConfig(12, score="cosine"), ValueError,
-     "score must be 'dot', 'multiplicative' or 'additive', got 'cosine'")
-case(CAP.CaptionerConfig, lambda: CAP.CaptionerConfig(12, d_model=0), ValueError,
-     "d_model must be a positive int, got 0")
-case(CAP.ConvEncoder, lambda: CAP.ConvEncoder({"d_vocab": 12}), TypeError,
-     "cfg must be a CaptionerConfig, got dict")
-case(CAP.ConvEncoder, lambda: captioner().encoder(f(2, 3, 16, 16)), ValueError,
-     "images must be [batch, 3, 24, 24], got (2, 3, 16, 16)")
-case(CAP.Captioner, lambda: captioner()(f(1, 3, 24, 24), ids([1, 12])), ValueError,
-     "tgt_in has ids in [1, 12] but the vocabulary has 12 words")
-case(CAP.Captioner, lambda: captioner().decode(f(1, 4, 8), ids([1])), ValueError,
-     "cells must be [batch, 9, 8], got (1, 4, 8)")
-case(CAP.Captioner, lambda: captioner().greedy_caption(f(1, 3, 24, 24), max_len=0), ValueError,
-     "max_len must be a positive int, got 0")
-case(CAP.caption_accuracy, lambda: CAP.caption_accuracy(ids([1]), ids([1], [2])), ValueError,
-     "predicted has 1 captions, reference 2")
-case(CAP.caption_accuracy, lambda: CAP.caption_accuracy(f(1, 2), ids([1, 2])), TypeError,
-     "predicted must be a tensor of word ids, got torch.float32")
-case(CAP.attention_overlay, lambda: CAP.attention_overlay(f(3, 24, 24), f(8)), ValueError,
-     "8 weights do not tile a 24x24 picture as a square grid")
-case(CAP.attention_overlay, lambda: CAP.attention_overlay(f(24, 24), f(9)), ValueError,
-     "image must be [3, H, W], got (24, 24)")
+case(
+    CAP.CaptionerConfig,
+    lambda: CAP.CaptionerConfig(12, canvas=20),
+    ValueError,
+    "canvas=20 is not a multiple of patch=8",
+)
+case(
+    CAP.CaptionerConfig,
+    lambda: CAP.CaptionerConfig(12, score="cosine"),
+    ValueError,
+    "score must be 'dot', 'multiplicative' or 'additive', got 'cosine'",
+)
+case(
+    CAP.CaptionerConfig,
+    lambda: CAP.CaptionerConfig(12, d_model=0),
+    ValueError,
+    "d_model must be a positive int, got 0",
+)
+case(
+    CAP.ConvEncoder,
+    lambda: CAP.ConvEncoder({"d_vocab": 12}),
+    TypeError,
+    "cfg must be a CaptionerConfig, got dict",
+)
+case(
+    CAP.ConvEncoder,
+    lambda: captioner().encoder(f(2, 3, 16, 16)),
+    ValueError,
+    "images must be [batch, 3, 24, 24], got (2, 3, 16, 16)",
+)
+case(
+    CAP.Captioner,
+    lambda: captioner()(f(1, 3, 24, 24), ids([1, 12])),
+    ValueError,
+    "tgt_in has ids in [1, 12] but the vocabulary has 12 words",
+)
+case(
+    CAP.Captioner,
+    lambda: captioner().decode(f(1, 4, 8), ids([1])),
+    ValueError,
+    "cells must be [batch, 9, 8], got (1, 4, 8)",
+)
+case(
+    CAP.Captioner,
+    lambda: captioner().greedy_caption(f(1, 3, 24, 24), max_len=0),
+    ValueError,
+    "max_len must be a positive int, got 0",
+)
+case(
+    CAP.caption_accuracy,
+    lambda: CAP.caption_accuracy(ids([1]), ids([1], [2])),
+    ValueError,
+    "predicted has 1 captions, reference 2",
+)
+case(
+    CAP.caption_accuracy,
+    lambda: CAP.caption_accuracy(f(1, 2), ids([1, 2])),
+    TypeError,
+    "predicted must be a tensor of word ids, got torch.float32",
+)
+case(
+    CAP.attention_overlay,
+    lambda: CAP.attention_overlay(f(3, 24, 24), f(8)),
+    ValueError,
+    "8 weights do not tile a 24x24 picture as a square grid",
+)
+case(
+    CAP.attention_overlay,
+    lambda: CAP.attention_overlay(f(24, 24), f(9)),
+    ValueError,
+    "image must be [3, H, W], got (24, 24)",
+)
 
 
 # --- the tests ------------------------------------------------------------------------------

@@ -42,6 +42,16 @@ TEXTS = PROMPTS + [
 ]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One intra-op thread for the module: on a 2-core machine shared with other work, two
+    threads wait on each other (a 20-token generation measured 8x slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def contents():
     return gl.read_gguf(gl.smollm2_path())
@@ -197,7 +207,9 @@ def test_cached_logits_equal_uncached(ours, logits):
     first = model(ids[:, :5], kv_cache=cache)
     rest = [model(ids[:, t : t + 1], kv_cache=cache) for t in range(5, ids.shape[1])]
     full = logits["ours_alone"][1][None]
-    torch.testing.assert_close(torch.cat([first, *rest], dim=1), full, atol=1e-4, rtol=0)
+    # a cached step multiplies one row by each matrix, which MKL rounds differently from a
+    # many-row product: over 30 layers that float32 rounding reaches about 1.4e-4
+    torch.testing.assert_close(torch.cat([first, *rest], dim=1), full, atol=2e-4, rtol=0)
     # the cache holds 3 key/value heads of 64 features per layer, not 9
     assert cache.layers[0][0].shape == (1, 3, ids.shape[1], 64)
     # last_only unembeds the last position only, with the same numbers

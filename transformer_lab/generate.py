@@ -18,6 +18,7 @@ work), and crops the context to the model's last ``n_ctx`` tokens when it grows 
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -189,13 +190,15 @@ def generate(
     was_training = model.training
     model.eval()
     cache = model.new_cache() if (has_cache if use_cache is None else use_cache) else None
+    # a model whose forward takes last_only (the Llama) unembeds the last position only
+    last = {"last_only": True} if "last_only" in inspect.signature(model.forward).parameters else {}
     fed = 0  # how many tokens of idx the cache holds
     for _ in range(max_new_tokens):
         if cache is not None and idx.shape[1] <= n_ctx:
-            logits = model(idx[:, fed:], kv_cache=cache)[:, -1]  # [batch, d_vocab]
+            logits = model(idx[:, fed:], kv_cache=cache, **last)[:, -1]  # [batch, d_vocab]
             fed = idx.shape[1]
         else:
-            logits = model(idx[:, -n_ctx:])[:, -1]  # [batch, d_vocab]
+            logits = model(idx[:, -n_ctx:], **last)[:, -1]  # [batch, d_vocab]
         next_id = sample_next(logits, temperature, top_k, top_p, generator)  # [batch]
         idx = torch.cat([idx, next_id[:, None]], dim=1)
     model.train(was_training)
