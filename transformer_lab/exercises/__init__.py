@@ -17,8 +17,8 @@ Layout:
   first matching mistake), ``close``, ``largest_difference``, ``describe_shapes``.
 - :mod:`.attention_mistakes`: random attention inputs and the usual mistakes in attention,
   shared by the attention checkers.
-- one module per chapter, ``chNN_topic.py`` (``ch01_embeddings`` ... ``ch16_data_parallel``), holding
-  that chapter's checkers; a chapter that reuses an earlier chapter's checker re-exports it.
+- one module per chapter, ``chNN_topic.py`` (``ch01_embeddings`` ... ``ch16_data_parallel``),
+  holding that chapter's checkers; a chapter that reuses an earlier chapter's checker re-exports it.
   A checker module imports only :mod:`.runner`, :mod:`.attention_mistakes` and other
   modules' public names; the model modules never import checkers.
 
