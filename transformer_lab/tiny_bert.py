@@ -53,7 +53,6 @@ __all__ = [
 
 DATA_DIR = Path(__file__).parent / "data"
 WEIGHTS, TOKENIZER, INFO = "tiny_bert.safetensors", "tiny_bert_tokenizer.json", "tiny_bert.json"
-_SPEAKER = re.compile(r"[A-Z][A-Z .'\-]*:")
 
 
 @dataclass(frozen=True)
@@ -107,7 +106,15 @@ class TinyBertRecipe:
 
 
 def _play_lines(text: str) -> list[str]:
-    return [s for s in text.splitlines() if s.strip() and not _SPEAKER.fullmatch(s.strip())]
+    """The spoken lines of a play: each speech (a block between blank lines) without its
+    first line when that is the speaker's name (``HAMLET:``, ``First Lord:``)."""
+    lines = []
+    for speech in re.split(r"\n\s*\n", text):
+        speech_lines = [s for s in speech.splitlines() if s.strip()]
+        if speech_lines and speech_lines[0].strip().endswith(":"):
+            speech_lines = speech_lines[1:]
+        lines += speech_lines
+    return lines
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,144 @@
+"""The shipped tiny BERT: its files, its held-out numbers, and that the script that made it
+reproduces them.
+
+The quick tests repeat the first steps of the run and compare them with the numbers that
+``scripts/pretrain_tiny_bert.py`` stored beside the checkpoint. The full reproduction takes
+several minutes of processor time and runs only when asked:
+
+    TRANSFORMER_LAB_SLOW=1 .venv/bin/python -m pytest -q tests/test_tiny_bert.py -k script
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer_lab import tiny_bert as TB
+from transformer_lab.data import shakespeare
+from transformer_lab.models.bert import BertForPreTraining
+from transformer_lab.pretrained import WordPieceTokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = (TB.WEIGHTS, TB.TOKENIZER, TB.INFO)
+
+
+@pytest.fixture(scope="module")
+def info():
+    return TB.tiny_bert_info()
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return TB.shakespeare_corpus()
+
+
+def _close_reports(got: dict, want: dict, atol: float) -> None:
+    assert set(got) == set(want)
+    for key, value in want.items():
+        assert got[key] == pytest.approx(value, abs=atol), (key, got[key], value)
+
+
+def test_files_are_small_and_installed_with_the_package():
+    sizes = {name: (TB.DATA_DIR / name).stat().st_size for name in FILES}
+    assert sum(sizes.values()) < 8e6, sizes  # "a few MB"
+    tomllib = pytest.importorskip("tomllib")
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]["transformer_lab"]
+    assert {f"data/{name}" for name in FILES} <= set(package_data)
+
+
+def test_load_tiny_bert_gives_the_model_and_the_corpus_tokenizer(info, corpus):
+    model, tok = TB.load_tiny_bert()
+    assert isinstance(model, BertForPreTraining) and not model.training
+    assert isinstance(tok, WordPieceTokenizer)
+    assert dataclasses.asdict(model.cfg) == info["config"]
+    assert model.cfg == TB.TinyBertRecipe(**info["recipe"]).config()
+    # the same vocabulary with the same ids as a corpus built from scratch
+    assert tok.backend.get_vocab() == corpus.tokenizer.backend.get_vocab()
+    assert tok.max_length == model.cfg.max_pos
+    batch = tok(["To be, or not to be", "a short line"])
+    out = model.bert(batch.input_ids, batch.attention_mask)
+    assert out.last_hidden_state.shape == (2, batch.input_ids.shape[1], model.cfg.d_model)
+    assert out.pooler_output.shape == (2, model.cfg.d_model)
+
+
+def test_the_held_out_play_is_not_in_the_training_text(info, corpus):
+    train_plays, val_plays = shakespeare.split_plays()
+    assert info["held_out_play"] == corpus.val_title == ", ".join(t for t, _ in val_plays)
+    assert corpus.val_title not in {title for title, _ in train_plays}
+    assert len(corpus.train_docs) == len(train_plays) and len(corpus.val_docs) == len(val_plays)
+    # speaker names are dropped (capitals or not), and the held-out play is its own text
+    names = {"POET:", "Poet:", "Painter:", "First Lord:", "TIMON:", "Timon:", "APEMANTUS:"}
+    assert not names & {line.strip() for doc in corpus.val_docs for line in doc}
+    assert not {"HAMLET:", "Hamlet:", "First Lord:", "Clown:"} & {
+        line.strip() for doc in corpus.train_docs for line in doc
+    }
+    assert corpus.val_docs[0][0] in val_plays[0][1]
+
+
+def test_shipped_weights_give_the_stored_held_out_numbers(info, corpus):
+    model, _ = TB.load_tiny_bert()
+    report = TB.masked_lm_report(model, TB.held_out_batch(corpus), corpus)
+    _close_reports(report, info["held_out"], atol=1e-4)
+
+
+def test_shipped_model_beats_the_frequency_baselines(info):
+    held = info["held_out"]
+    assert held["word_accuracy"] > 3 * held["unigram_word_accuracy"], held
+    assert held["word_loss"] < held["unigram_word_loss"] - 1.0, held
+    assert held["accuracy"] > 2 * held["comma_accuracy"], held
+    assert held["n_words"] > 4000, held
+
+
+def test_the_first_steps_repeat_the_shipped_run(info, corpus):
+    """The script's first steps, repeated: the same losses and held-out numbers."""
+    recipe = TB.TinyBertRecipe(**info["recipe"])
+    assert recipe == TB.TinyBertRecipe(), "the shipped checkpoint is the default recipe"
+    prefix = info["prefix"]
+    model, run = TB.pretrain_tiny_bert(recipe, stop_after=prefix["steps"])
+    assert run.steps == prefix["steps"] == len(prefix["losses"])
+    torch.testing.assert_close(
+        torch.tensor(run.losses), torch.tensor(prefix["losses"]), rtol=1e-4, atol=1e-4
+    )
+    assert run.losses[-1] < run.losses[0] - 0.2, "the loss falls in the first steps"
+    report = TB.masked_lm_report(model, TB.held_out_batch(corpus), corpus)
+    _close_reports(report, prefix["held_out"], atol=1e-3)
+
+
+def test_the_schedule_warms_up_and_decays_to_zero():
+    r = TB.TinyBertRecipe(steps=100, warmup=10)
+    assert r.lr_factor(0) == pytest.approx(0.1, abs=1e-3)
+    assert r.lr_factor(9) == pytest.approx(0.5 * (1 + math.cos(math.pi * 0.09)))  # warm, decaying
+    assert r.lr_factor(50) == pytest.approx(0.5)
+    assert r.lr_factor(100) == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("TRANSFORMER_LAB_SLOW") != "1", reason="set TRANSFORMER_LAB_SLOW=1"
+)
+def test_the_script_reproduces_the_checkpoint(info, tmp_path):
+    """The whole run again (as long as the JSON's ``seconds`` say), into a temporary folder:
+
+    TRANSFORMER_LAB_SLOW=1 nice -n 10 .venv/bin/python -m pytest -q \\
+        tests/test_tiny_bert.py -k script
+    """
+    spec = importlib.util.spec_from_file_location(
+        "pretrain", ROOT / "scripts/pretrain_tiny_bert.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    again = script.main(["--out", str(tmp_path)])
+    _close_reports(again["held_out"], info["held_out"], atol=2e-3)
+    assert [s for s, _ in again["evals"]] == [s for s, _ in info["evals"]]
+    shipped = TB.load_tiny_bert()[0].state_dict()
+    rebuilt = TB.load_tiny_bert(directory=tmp_path)[0].state_dict()
+    worst = max((shipped[k] - rebuilt[k]).abs().max().item() for k in shipped)
+    assert worst < 1e-2, worst
