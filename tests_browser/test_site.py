@@ -68,11 +68,13 @@ def settle(context, page, quiet_ms: int = 700, limit_s: float = 30.0) -> None:
 
 
 def plot_state(page, index: int) -> str:
-    """What Plotly currently shows in figure ``index``: every trace's z, visibility, labels."""
+    """What Plotly currently shows in figure ``index``: every trace's z, visibility, labels,
+    and the layout's annotations and shapes (a "relayout" menu moves those)."""
     return page.evaluate(
         """([selector, i]) => {
             const gd = document.querySelectorAll(selector)[i];
-            return JSON.stringify(gd.data.map((t) => [t.z, t.visible, t.text, t.y]));
+            const traces = gd.data.map((t) => [t.z, t.visible, t.text, t.y]);
+            return JSON.stringify([traces, gd.layout.annotations || [], gd.layout.shapes || []]);
         }""",
         [PLOTS, index],
     )
