@@ -215,19 +215,10 @@ class GPT(nn.Module):
         return n if include_positions else n - self.pos.W_pos.numel()
 
     def _check_idx(self, idx: torch.Tensor, offset: int = 0) -> None:
-        if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.long, torch.int):
-            got = getattr(idx, "dtype", type(idx).__name__)
-            raise TypeError(f"idx must be an integer tensor of token ids, got {got}")
-        if idx.dim() != 2 or idx.shape[1] == 0:
-            raise ValueError(
-                f"idx must be [batch, pos] with pos >= 1, got shape {tuple(idx.shape)}"
-            )
-        if offset + idx.shape[1] > self.config.n_ctx:
-            raise ValueError(
-                f"{offset + idx.shape[1]} positions exceed the context length "
-                f"n_ctx={self.config.n_ctx}; crop the input to its last n_ctx tokens"
-            )
-        check_token_range(idx, self.config.d_vocab, "idx")
+        check_token_batch(
+            idx, self.config.n_ctx, self.config.d_vocab, offset,
+            hint="; crop the input to its last n_ctx tokens",
+        )  # fmt: skip
 
     def forward(self, idx: torch.Tensor, kv_cache: KVCache | None = None) -> torch.Tensor:
         """Logits ``[batch, pos, d_vocab]`` for token ids ``idx [batch, pos]``.
@@ -333,6 +324,22 @@ class GPT(nn.Module):
                     ours_b.copy_(b)
             _copy_ln(ours.ln_f, transformer.ln_f)
         return ours
+
+
+def check_token_batch(idx, n_ctx: int, d_vocab: int, offset: int = 0, hint: str = "") -> None:
+    """Check a decoder's input: an integer tensor ``[batch, pos]``, ``pos >= 1``, that fits
+    the context after ``offset`` cached positions, with ids in ``[0, d_vocab)``. ``hint`` is
+    appended to the context-length message."""
+    if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.long, torch.int):
+        got = getattr(idx, "dtype", type(idx).__name__)
+        raise TypeError(f"idx must be an integer tensor of token ids, got {got}")
+    if idx.dim() != 2 or idx.shape[1] == 0:
+        raise ValueError(f"idx must be [batch, pos] with pos >= 1, got shape {tuple(idx.shape)}")
+    if offset + idx.shape[1] > n_ctx:
+        raise ValueError(
+            f"{offset + idx.shape[1]} positions exceed the context length n_ctx={n_ctx}{hint}"
+        )
+    check_token_range(idx, d_vocab, "idx")
 
 
 def check_token_range(ids: torch.Tensor, d_vocab: int, name: str = "token ids") -> None:

@@ -33,6 +33,7 @@ from ..masks import causal_mask
 from ..rmsnorm import RMSNorm
 from ..rotary import apply_rotary, rotary_cos_sin
 from ..swiglu import SwiGLU
+from .gpt import check_token_batch
 
 __all__ = ["LlamaConfig", "LlamaKVCache", "LlamaAttention", "LlamaBlock", "Llama"]
 
@@ -221,23 +222,7 @@ class Llama(nn.Module):
         return LlamaKVCache(self.config.n_layers)
 
     def _check_idx(self, idx, offset: int) -> None:
-        if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.long, torch.int):
-            got = getattr(idx, "dtype", type(idx).__name__)
-            raise TypeError(f"idx must be an integer tensor of token ids, got {got}")
-        if idx.dim() != 2 or idx.shape[1] == 0:
-            raise ValueError(
-                f"idx must be [batch, pos] with pos >= 1, got shape {tuple(idx.shape)}"
-            )
-        if offset + idx.shape[1] > self.config.n_ctx:
-            raise ValueError(
-                f"{offset + idx.shape[1]} positions exceed the context length "
-                f"n_ctx={self.config.n_ctx}"
-            )
-        low, high = (int(t) for t in torch.aminmax(idx))
-        if low < 0 or high >= self.config.d_vocab:
-            raise ValueError(
-                f"idx must be in [0, {self.config.d_vocab}), got values from {low} to {high}"
-            )
+        check_token_batch(idx, self.config.n_ctx, self.config.d_vocab, offset)
 
     def forward(
         self,
