@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -25,6 +26,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "scripts"))
 # chapters with a bigger budget (seconds on a 2-core CPU); every other chapter has 60 s
 BUDGETS = {
     "12_bert": 120.0,
@@ -113,6 +115,7 @@ def pytest_runtest_call(item):
         "messages": messages,
         "passed": outcome.excinfo is None,
         "seconds": time.perf_counter() - began,
+        "expressions": _evaluate_expressions(parent, item.cell_num),
     }
 
 
@@ -134,6 +137,38 @@ def pytest_runtest_teardown(item, nextitem):
         item.config.get_terminal_writer().line(
             f"\n{md_path.name} not stored for the site build ({type(reason).__name__}: {reason})"
         )
+
+
+def _evaluate_expressions(parent, cell_num: int) -> dict:
+    """Evaluate, in the chapter's kernel, the ``{eval}`` expressions of the Markdown cells
+    after code cell ``cell_num``, as jupyterlab-myst does when a reader runs them:
+    ``{expression: result}`` with results in the kernel's ``user_expressions`` form."""
+    from book_markup import expressions_after_code_cells
+
+    wanted = parent.__dict__.get("_tl_wanted")
+    if wanted is None:
+        wanted = {
+            n: [e for _, exprs in cells for e in exprs]
+            for n, cells in expressions_after_code_cells(parent.nb).items()
+        }
+        parent._tl_wanted = wanted
+    exprs = list(dict.fromkeys(wanted.get(cell_num, [])))
+    if not exprs or parent.kernel is None:
+        return {}
+    kc = parent.kernel.kc
+    msg_id = kc.execute(
+        "",
+        silent=True,
+        store_history=False,
+        user_expressions={str(i): e for i, e in enumerate(exprs)},
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        reply = kc.get_shell_msg(timeout=max(1.0, deadline - time.monotonic()))
+        if reply["parent_header"].get("msg_id") == msg_id:
+            found = reply["content"].get("user_expressions", {})
+            return {e: found.get(str(i), {}) for i, e in enumerate(exprs)}
+    raise TimeoutError(f"no reply to the expressions after cell {cell_num}: {exprs}")
 
 
 def _read_like_myst_nb(md_path: Path):
@@ -211,6 +246,7 @@ def _store_executed(md_path: Path, cells: dict) -> str:
             except CellExecutionComplete:
                 break
     client.set_widgets_metadata()
+    _attach_expressions(nb, code, cells, md_path)
     nb.metadata["language_info"] = {
         "codemirror_mode": {"name": "ipython", "version": 3},
         "file_extension": ".py",
@@ -220,6 +256,7 @@ def _store_executed(md_path: Path, cells: dict) -> str:
         "pygments_lexer": "ipython3",
         "version": platform.python_version(),
     }
+    _write_reader_copy(nb, md_path)
     cache_path = _cache_path()
     cache = get_cache(str(cache_path))
     seconds = sum(c["seconds"] for c in cells.values())
@@ -229,3 +266,42 @@ def _store_executed(md_path: Path, cells: dict) -> str:
         overwrite=True,
     )
     return str(cache_path)
+
+
+def _attach_expressions(nb, code: list[int], cells: dict, md_path: Path) -> None:
+    """Store each ``{eval}`` result on its Markdown cell (for JupyterLab) and on the code
+    cell before it (for the site, whose cache keeps only code cells). An expression that
+    failed fails the chapter's hand-over, naming the expression and the error."""
+    from book_markup import CODE_KEY, MARKDOWN_KEY, expressions_after_code_cells
+
+    for n, markdown_cells in expressions_after_code_cells(nb).items():
+        results = cells.get(n, {}).get("expressions", {}) if n >= 0 else {}
+        stored = []
+        for index, exprs in markdown_cells:
+            entries = []
+            for expr in exprs:
+                result = results.get(expr)
+                if not result or result.get("status") != "ok":
+                    why = "no code ran before it" if n < 0 else (result or {}).get("evalue", "")
+                    raise ValueError(f"{md_path.name}: {{eval}}`{expr}` failed: {why}")
+                entries.append({"expression": expr, "result": result})
+            nb.cells[index].metadata[MARKDOWN_KEY] = entries
+            stored.extend(entries)
+        if n >= 0:
+            nb.cells[code[n]].metadata[CODE_KEY] = stored
+
+
+def _write_reader_copy(nb, md_path: Path) -> None:
+    """The executed chapter as JupyterLab opens it (``_build/executed/NN_name.ipynb``):
+    outputs, numbers in the prose, and the cells the site hides folded."""
+    import copy
+
+    import nbformat
+    from book_markup import add_reader_metadata
+
+    reader = copy.deepcopy(nb)
+    reader.metadata.pop("source_map", None)
+    add_reader_metadata(reader)
+    out = ROOT / "_build" / "executed" / f"{md_path.stem}.ipynb"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(reader, out)

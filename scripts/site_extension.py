@@ -16,18 +16,32 @@
    pages: Jupyter Book always loads ``sphinx_thebe``, whose configuration script names a
    CDN URL and lands twice in each page, a "has already been declared" error in the
    console.
+5. Numbers in the prose (``{eval}`expression```) come from the chapter's executed copy:
+   myst-nb evaluates them only while it runs a chapter itself ("inline" mode), while this
+   site takes chapters already executed by ``make chapters`` from its cache. Each result
+   is stored on the code cell before it (``scripts/book_markup.py``) and read from there.
+6. Links to a chapter's notebook (``02_rnn_bottleneck.ipynb``, what a reader opens in
+   JupyterLab) point at the chapter's page.
+7. ``_static/transformer_lab.css``: figures, tables, wrapped outputs, the phone layout.
 """
 
 from __future__ import annotations
 
 import codecs
+import re
+import sys
+from pathlib import Path
 
 from sphinx.application import Sphinx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from book_markup import CODE_KEY  # noqa: E402
 
 PLOTLY_JS = "plotly.min.js"
 
 
-def _drop_catch_all_codecs() -> None:
+def drop_catch_all_codecs() -> None:
     try:
         from future_typing.codec import search_function
     except ImportError:
@@ -62,8 +76,51 @@ def _prune_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
     context["script_files"] = [s for s in scripts if not _unwanted(s, widgets_shown)]
 
 
+def _stored_expression(document, key: str):
+    """``{eval}`key``` from the results stored with the executed chapter (see module doc)."""
+    from myst_nb.core.variables import RetrievalError, VariableOutput
+
+    element = document.get("nb_renderer") if hasattr(document, "get") else None
+    if element is None:
+        raise RetrievalError("this page is not a chapter notebook")
+    nb = element.renderer.nb_client.notebook
+    found = []
+    for cell in nb.cells:
+        for entry in cell.get("metadata", {}).get(CODE_KEY, []):
+            if entry["expression"] == key:
+                found.append(entry["result"])
+    if not found:
+        raise RetrievalError(f"no stored result for {{eval}}`{key}`: run `make chapters`")
+    if any(r != found[0] for r in found[1:]):
+        raise RetrievalError(f"{{eval}}`{key}` has different values in different places")
+    result = found[0]
+    if result.get("status") != "ok":
+        raise RetrievalError(f"{{eval}}`{key}` failed: {result.get('evalue', '')}")
+    return [
+        VariableOutput(
+            data=result.get("data", {}),
+            metadata=dict(result.get("metadata", {})),
+            nb_renderer=element,
+            vtype="eval",
+            index=0,
+        )
+    ]
+
+
+_CHAPTER_LINK = re.compile(r"\]\((\d\d_[a-z0-9_]+)\.ipynb(#[^)]*)?\)")
+
+
+def _chapter_links(app: Sphinx, docname: str, source: list[str]) -> None:
+    source[0] = _CHAPTER_LINK.sub(lambda m: f"]({m.group(1)}.md{m.group(2) or ''})", source[0])
+
+
 def setup(app: Sphinx) -> dict:
-    _drop_catch_all_codecs()
+    drop_catch_all_codecs()
+    import myst_nb.ext.eval as nb_eval
+
+    nb_eval.retrieve_eval_data = _stored_expression
+    app.connect("source-read", _chapter_links)
+    app.add_css_file("transformer_lab.css")
     # priority < 200 places it before every other script Sphinx and myst-nb add
     app.add_js_file(PLOTLY_JS, priority=100)
     # after every other html-page-context handler (sphinx-thebe's included)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -183,7 +182,8 @@ def train(
         device: move the model and batches here; None keeps the model's device.
         seed: seed every generator first (dropout, shuffles drawn inside the loop).
             The model's initial weights come from the seed set before it was built.
-        progress: show a text progress bar (tqdm) on stderr; False for tests.
+        progress: show one progress line (tqdm on stderr, updated in place in a notebook);
+            False for tests.
         desc: the progress bar's label.
         eval_fn: ``eval_fn(model) -> float`` run every ``eval_every`` steps and at the
             end (under ``torch.no_grad`` and in eval mode); results in ``.evals``.
@@ -269,9 +269,9 @@ def train(
                 next(iterator)
         bar = None
         if progress and place.is_main:
-            from tqdm.std import tqdm
+            from .progress import progress_bar
 
-            bar = tqdm(total=steps, desc=desc, file=sys.stderr, mininterval=1.0, leave=True)
+            bar = progress_bar(total=steps, desc=desc)
             bar.update(result.steps)
         if saved_rng is not None:
             set_rng_state(saved_rng)

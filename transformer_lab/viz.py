@@ -70,6 +70,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .display import figure, source, table  # noqa: F401 (numbered figures, listings, tables)
+
 __all__ = [
     "show",
     "mimebundle",

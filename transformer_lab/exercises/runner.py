@@ -50,6 +50,28 @@ class CheckResult:
     def __str__(self) -> str:
         return f"{'✓' if self.passed else '✗'} {self.name}: {self.message}"
 
+    def _ipython_display_(self) -> None:
+        """In a notebook the verdict is printed once, by the checker: a checker call as the
+        last line of a cell shows no second copy (the trailing-semicolon idiom does not
+        hold when a cell runs with ``store_history=False``, as under nbval). Asked for
+        later, in another cell, the verdict is printed again."""
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        count = getattr(shell, "execution_count", None)
+        if shell is None or _printed_at.get(id(self)) != (count, _cell_id(shell)):
+            print(self)
+
+
+_printed_at: dict[int, tuple] = {}
+
+
+def _cell_id(shell):
+    """An identity of the cell being run (its parent message), or None outside a kernel."""
+    kernel = getattr(shell, "kernel", None)
+    header = getattr(kernel, "get_parent", lambda *a: {})() if kernel is not None else {}
+    return (header or {}).get("header", {}).get("msg_id")
+
 
 class WrongAnswer(Exception):  # noqa: N818 (a verdict, not a failure of the program)
     """Raised inside a checker's body when the reader's answer is wrong; carries the message."""
@@ -64,6 +86,15 @@ def run_check(name: str, body: Callable[[], str], strict: bool, verbose: bool) -
         result = CheckResult(name, False, str(wrong))
     if verbose:
         print(result)
+        try:
+            from IPython import get_ipython
+
+            shell = get_ipython()
+        except ImportError:
+            shell = None
+        if shell is not None:
+            _printed_at.clear()  # only the latest verdict can be the one just printed
+            _printed_at[id(result)] = (getattr(shell, "execution_count", None), _cell_id(shell))
     if strict and not result.passed:
         raise AssertionError(result.message)
     return result
