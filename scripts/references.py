@@ -1,11 +1,11 @@
 """The book's list of references, written from ``book/references.bib``.
 
-Citations in the chapters are plain Markdown links, ``[Vaswani et al., 2017](references.md#vaswani2017attention)``,
-so that they read the same in JupyterLab and on the site; each entry of ``book/references.md``
-carries its key as an anchor. ``python scripts/references.py`` rewrites that page;
-``--check`` reports (exit 1) when it is out of date. :func:`label` gives the text a citation
-of a key must read ("Vaswani et al., 2017"), which ``tests/test_book.py`` holds every
-citation to.
+Citations in the chapters are plain Markdown links,
+``[Vaswani et al., 2017](references.md#vaswani2017attention)``, so that they read the same
+in JupyterLab and on the site; each entry of ``book/references.md`` carries its key as an
+anchor. ``python scripts/references.py`` rewrites that page; ``--check`` reports (exit 1)
+when it is out of date. :func:`label` gives the text a citation of a key must read
+("Vaswani et al., 2017"), which ``tests/test_book.py`` holds every citation to.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def _labels() -> dict[str, tuple[str, str]]:
 
 
 def label(key: str, textual: bool = False) -> str:
-    """"Vaswani et al., 2017", or "Vaswani et al. (2017)" when ``textual``."""
+    """ "Vaswani et al., 2017", or "Vaswani et al. (2017)" when ``textual``."""
     if key not in entries():
         raise KeyError(f"{key!r} is not in {BIB.name}")
     who, year = _labels()[key]

@@ -6,6 +6,11 @@ when the two disagree the newer file wins, as with ``jupytext --sync``: a newer 
 jupytext's pairing) rewrites the ``.md``. Pairs that already agree are left alone, so the
 outputs saved in an ``.ipynb`` survive. ``--list-ipynb`` prints the paired notebook paths
 in book order; ``--check`` only reports pairs that disagree (exit status 1 if any).
+
+The ``.ipynb`` is what a reader opens in JupyterLab (the ``.md`` chapters are hidden from
+its file browser, see ``scripts/configure_lab.py``): the cells the site hides are folded
+there (``book_markup.add_reader_metadata``). That folding lives only in the ``.ipynb``:
+jupytext leaves JupyterLab's ``jupyter`` cell metadata out of the ``.md`` (``jupytext.toml``).
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from pathlib import Path
 import jupytext
 import yaml
 from jupytext.config import load_jupytext_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from book_markup import add_reader_metadata  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,7 +82,7 @@ def sync(md_path: Path) -> str:
     """Sync one pair; return what was done ("created", "updated ...", "in sync")."""
     ipynb = md_path.with_suffix(".ipynb")
     if not ipynb.exists():
-        jupytext.write(jupytext.read(md_path), ipynb)
+        _write_reader_notebook(md_path, ipynb)
         return f"created {ipynb.name}"
     if in_sync(md_path):
         return "in sync"
@@ -82,8 +91,14 @@ def sync(md_path: Path) -> str:
         config = load_jupytext_config(str(md_path.parent))
         jupytext.write(jupytext.read(ipynb), md_path, fmt="md:myst", config=config)
         return f"updated {md_path.name} from {ipynb.name}"
-    jupytext.write(jupytext.read(md_path), ipynb)
+    _write_reader_notebook(md_path, ipynb)
     return f"updated {ipynb.name} from {md_path.name}"
+
+
+def _write_reader_notebook(md_path: Path, ipynb: Path) -> None:
+    nb = jupytext.read(md_path)
+    add_reader_metadata(nb)
+    jupytext.write(nb, ipynb)
 
 
 def main(argv: list[str]) -> int:

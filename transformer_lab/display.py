@@ -86,13 +86,11 @@ class Figure:
         self._image = _image_html(obj, self.alt)
 
     def _repr_html_(self) -> str:
-        caption = html.escape(self.caption)
-        # `code` in a caption reads as code, as in the prose
-        caption = re.sub(r"`([^`]+)`", r"<code>\1</code>", caption)
         return (
             f'<figure class="tl-figure" id="{self.name}">{self._image}'
-            f'<figcaption><span class="tl-figure-number">Figure {self.number}.</span> '
-            f"{caption}</figcaption></figure>"
+            f'<figcaption class="tex2jax_process mathjax_process">'
+            f'<span class="tl-figure-number">Figure {self.number}.</span> '
+            f"{_inline(self.caption)}</figcaption></figure>"
         )
 
     def __repr__(self) -> str:
@@ -160,12 +158,15 @@ def _resolve(dotted: str):
     raise ValueError(f"{dotted!r} names no importable module")
 
 
-def source(obj, *, start_at: str | None = None, end_at: str | None = None) -> Listing:
+def source(
+    obj, *, start_at: str | None = None, end_at: str | None = None, end_before: str | None = None
+) -> Listing:
     """The source of ``obj`` (function, method, class or module, or its dotted name such as
     ``"transformer_lab.models.rnn.Seq2Seq.forward"``), read from its file.
 
     ``start_at`` / ``end_at``: keep only the lines from the first one containing
-    ``start_at`` through the first later one containing ``end_at``.
+    ``start_at`` through the first later one containing ``end_at`` (``end_before``: up to
+    the line before it).
     """
     if isinstance(obj, str):
         obj = _resolve(obj)
@@ -186,6 +187,11 @@ def source(obj, *, start_at: str | None = None, end_at: str | None = None) -> Li
         if not hits:
             raise ValueError(f"end_at={end_at!r} is not in the source of {obj!r} after start_at")
         last = hits[0] + 1
+    if end_before is not None:
+        hits = [i for i, line in enumerate(code) if end_before in line and i > first]
+        if not hits:
+            raise ValueError(f"end_before={end_before!r} is not in the source of {obj!r}")
+        last = hits[0]
     code = textwrap.dedent("\n".join(code[first:last]))
     qualname = getattr(obj, "__qualname__", getattr(obj, "__name__", ""))
     where = f"{_package_path(Path(file))}" + (f", {qualname}" if qualname else "")
@@ -226,9 +232,12 @@ class Table:
 
 
 def _inline(text: str) -> str:
-    """Escape HTML; `code` and $math$ are kept as they read in the prose."""
-    escaped = html.escape(text)
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    """Escape HTML and render the prose's inline markup: `code`, *emphasis* and $math$
+    (as ``\\(...\\)``, which MathJax typesets in JupyterLab and on the site)."""
+    escaped = html.escape(text, quote=False)
+    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    escaped = re.sub(r"\$([^$]+)\$", r"\\(\1\\)", escaped)
+    return re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", r"<em>\1</em>", escaped)
 
 
 def table(rows: Iterable[Sequence], header: Sequence[str], caption: str | None = None) -> Table:
