@@ -246,7 +246,7 @@ def _store_executed(md_path: Path, cells: dict) -> str:
             except CellExecutionComplete:
                 break
     client.set_widgets_metadata()
-    _attach_expressions(nb, code, cells, md_path)
+    _attach_expressions(nb, cells, md_path)
     nb.metadata["language_info"] = {
         "codemirror_mode": {"name": "ipython", "version": 3},
         "file_extension": ".py",
@@ -257,6 +257,8 @@ def _store_executed(md_path: Path, cells: dict) -> str:
         "version": platform.python_version(),
     }
     _write_reader_copy(nb, md_path)
+    for cell in nb.cells:  # the site's cache keys on the cells as read from the .md
+        cell.metadata.pop("user_expressions", None)
     cache_path = _cache_path()
     cache = get_cache(str(cache_path))
     seconds = sum(c["seconds"] for c in cells.values())
@@ -268,15 +270,13 @@ def _store_executed(md_path: Path, cells: dict) -> str:
     return str(cache_path)
 
 
-def _attach_expressions(nb, code: list[int], cells: dict, md_path: Path) -> None:
-    """Store each ``{eval}`` result on its Markdown cell (for JupyterLab) and on the code
-    cell before it (for the site, whose cache keeps only code cells). An expression that
-    failed fails the chapter's hand-over, naming the expression and the error."""
-    from book_markup import CODE_KEY, MARKDOWN_KEY, expressions_after_code_cells
+def _attach_expressions(nb, cells: dict, md_path: Path) -> None:
+    """Store each ``{eval}`` result on its Markdown cell, as jupyterlab-myst does. An
+    expression that failed fails the chapter's hand-over, naming it and the error."""
+    from book_markup import MARKDOWN_KEY, expressions_after_code_cells
 
     for n, markdown_cells in expressions_after_code_cells(nb).items():
         results = cells.get(n, {}).get("expressions", {}) if n >= 0 else {}
-        stored = []
         for index, exprs in markdown_cells:
             entries = []
             for expr in exprs:
@@ -286,14 +286,12 @@ def _attach_expressions(nb, code: list[int], cells: dict, md_path: Path) -> None
                     raise ValueError(f"{md_path.name}: {{eval}}`{expr}` failed: {why}")
                 entries.append({"expression": expr, "result": result})
             nb.cells[index].metadata[MARKDOWN_KEY] = entries
-            stored.extend(entries)
-        if n >= 0:
-            nb.cells[code[n]].metadata[CODE_KEY] = stored
 
 
 def _write_reader_copy(nb, md_path: Path) -> None:
     """The executed chapter as JupyterLab opens it (``_build/executed/NN_name.ipynb``):
-    outputs, numbers in the prose, and the cells the site hides folded."""
+    outputs, numbers in the prose, and the cells the site hides folded. The site reads
+    the numbers of the prose from it too (``scripts/site_extension.py``)."""
     import copy
 
     import nbformat

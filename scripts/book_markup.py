@@ -3,13 +3,11 @@
 Numbers in the prose are MyST inline expressions, ``{eval}`expression```, evaluated in the
 chapter's kernel right after the code cell before them, the way ``jupyterlab-myst``
 evaluates them when the reader runs the chapter. A chapter run (``make chapters``, see
-``conftest.py``) asks the kernel for them after each code cell and stores the results
-
-- on each Markdown cell, as ``user_expressions`` (the key ``jupyterlab-myst`` reads), in
-  the executed copy JupyterLab opens, and
-- on the code cell before them, under :data:`CODE_KEY`, in the copy handed to the site:
-  the site's cache keeps only code cells, and ``scripts/site_extension.py`` renders each
-  ``{eval}`` from there.
+``conftest.py``) asks the kernel for them after each code cell and stores the results on
+each Markdown cell, as ``user_expressions`` (the key ``jupyterlab-myst`` reads), in the
+executed copy of the chapter, ``_build/executed/NN_name.ipynb``: JupyterLab's reading test
+opens that copy, and the site (``scripts/site_extension.py``) takes its numbers from it,
+after checking that its code is the chapter's code.
 
 Cells the site hides get JupyterLab's collapsed state (:func:`add_reader_metadata`):
 hidden checks (``remove-cell``) and worked answers (``hide-cell``) are folded until the
@@ -21,7 +19,6 @@ from __future__ import annotations
 import re
 
 EVAL = re.compile(r"\{eval\}`([^`]+)`")
-CODE_KEY = "transformer_lab_expressions"
 MARKDOWN_KEY = "user_expressions"
 
 # site tags -> JupyterLab's collapsed flags
@@ -81,3 +78,14 @@ def result_text(result: dict) -> str:
         except (ValueError, SyntaxError):
             return text
     return text
+
+
+def executed_copy(root, stem: str):
+    """Where the chapter run leaves the executed copy of chapter ``stem``."""
+    from pathlib import Path
+
+    return Path(root) / "_build" / "executed" / f"{stem}.ipynb"
+
+
+def code_sources(nb) -> list[str]:
+    return [cell.source for cell in nb.cells if cell.cell_type == "code"]

@@ -2,10 +2,12 @@
 
 Runs ``jupyter-book build`` on the repository root with ``-W --keep-going``: every Sphinx
 warning, and every error in a chapter cell (``nb_execution_raise_on_error``), fails the
-build after all pages have been tried. Chapters are executed through the jupyter-cache in
-``_build/.jupyter_cache``; a chapter whose code cells are unchanged since it was last
-executed (by an earlier build, or by ``make chapters``, see ``conftest.py``) is not run
-again. The offline web assets are gathered first (``scripts/fetch_web_assets.py``).
+build after all pages have been tried. Chapters come executed from ``make chapters``
+(``conftest.py``), which stores them in the site's jupyter-cache (``_build/.jupyter_cache``)
+and writes the executed copies whose numbers the prose shows (``_build/executed``); a
+chapter whose copy is missing or older than its code is executed that way first, so no
+chapter runs twice. The offline web assets are gathered first
+(``scripts/fetch_web_assets.py``).
 
 ``--all`` rebuilds every page instead of only the changed ones.
 """
@@ -56,8 +58,41 @@ def external_loads(html_dir: Path = HTML) -> dict[str, list[str]]:
     return found
 
 
+def stale_chapters() -> list[Path]:
+    """Chapters with no executed copy, or one whose code is not the chapter's code."""
+    import jupytext
+    import nbformat
+    from book_markup import code_sources, executed_copy
+    from sync_notebooks import chapter_sources
+
+    stale = []
+    for md in chapter_sources():
+        copy = executed_copy(ROOT, md.stem)
+        current = code_sources(jupytext.read(md))
+        if not copy.exists() or code_sources(nbformat.read(copy, as_version=4)) != current:
+            stale.append(md)
+    return stale
+
+
+def execute(chapters: list[Path]) -> int:
+    """Run ``chapters`` under nbval (``conftest.py`` hands each to the site and writes its
+    executed copy), as ``make chapters`` does for all of them."""
+    import sync_notebooks
+
+    for md in chapters:
+        sync_notebooks.sync(md)
+    notebooks = [str(md.with_suffix(".ipynb").relative_to(ROOT)) for md in chapters]
+    print(f"executing {len(chapters)} chapter(s) first: {' '.join(notebooks)}")
+    command = [sys.executable, "-m", "pytest", "--nbval-lax", "-p", "no:randomly", "-q"]
+    return subprocess.run([*command, *notebooks], cwd=ROOT).returncode
+
+
 def build(rebuild_all: bool = False) -> int:
     fetch_web_assets.fetch()
+    stale = stale_chapters()
+    if stale and execute(stale) != 0:
+        print("a chapter failed; the site is not built", file=sys.stderr)
+        return 1
     command = [
         sys.executable,
         "-c",

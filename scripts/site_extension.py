@@ -16,12 +16,13 @@
    pages: Jupyter Book always loads ``sphinx_thebe``, whose configuration script names a
    CDN URL and lands twice in each page, a "has already been declared" error in the
    console.
-5. Numbers in the prose (``{eval}`expression```) come from the chapter's executed copy:
-   myst-nb evaluates them only while it runs a chapter itself ("inline" mode), while this
-   site takes chapters already executed by ``make chapters`` from its cache. Each result
-   is stored on the code cell before it (``scripts/book_markup.py``) and read from there.
+5. Numbers in the prose (``{eval}`expression```) come from the chapter's executed copy
+   (``_build/executed``, ``scripts/book_markup.py``): myst-nb evaluates them only while it
+   runs a chapter itself ("inline" mode), while this site takes chapters already executed
+   by ``make chapters`` from its cache.
 6. Links to a chapter's notebook (``02_rnn_bottleneck.ipynb``, what a reader opens in
-   JupyterLab) point at the chapter's page.
+   JupyterLab) point at the chapter's page, and citation links
+   (``references.md#vaswani2017attention``) at the entry's label on the references page.
 7. ``_static/transformer_lab.css``: figures, tables, wrapped outputs, the phone layout.
 """
 
@@ -36,7 +37,7 @@ from sphinx.application import Sphinx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from book_markup import CODE_KEY  # noqa: E402
+from book_markup import MARKDOWN_KEY, code_sources, executed_copy  # noqa: E402
 
 PLOTLY_JS = "plotly.min.js"
 
@@ -76,19 +77,41 @@ def _prune_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
     context["script_files"] = [s for s in scripts if not _unwanted(s, widgets_shown)]
 
 
+ROOT = Path(__file__).resolve().parent.parent
+_copies: dict[str, dict[str, list[dict]]] = {}
+
+
+def _expressions_of(document, element) -> dict[str, list[dict]]:
+    """``{expression: [result, ...]}`` from the chapter's executed copy, whose code must be
+    the code the site shows."""
+    import nbformat
+    from myst_nb.core.variables import RetrievalError
+
+    stem = Path(document["source"]).stem
+    if stem in _copies:
+        return _copies[stem]
+    path = executed_copy(ROOT, stem)
+    if not path.exists():
+        raise RetrievalError(f"no executed copy {path.name}: run `make chapters`")
+    copy = nbformat.read(path, as_version=4)
+    if code_sources(copy) != code_sources(element.renderer.nb_client.notebook):
+        raise RetrievalError(f"{path.name} is older than the chapter: run `make chapters`")
+    found: dict[str, list[dict]] = {}
+    for cell in copy.cells:
+        for entry in cell.get("metadata", {}).get(MARKDOWN_KEY, []):
+            found.setdefault(entry["expression"], []).append(entry["result"])
+    _copies[stem] = found
+    return found
+
+
 def _stored_expression(document, key: str):
-    """``{eval}`key``` from the results stored with the executed chapter (see module doc)."""
+    """``{eval}`key``` from the chapter's executed copy (see the module's docstring)."""
     from myst_nb.core.variables import RetrievalError, VariableOutput
 
     element = document.get("nb_renderer") if hasattr(document, "get") else None
     if element is None:
         raise RetrievalError("this page is not a chapter notebook")
-    nb = element.renderer.nb_client.notebook
-    found = []
-    for cell in nb.cells:
-        for entry in cell.get("metadata", {}).get(CODE_KEY, []):
-            if entry["expression"] == key:
-                found.append(entry["result"])
+    found = _expressions_of(document, element).get(key)
     if not found:
         raise RetrievalError(f"no stored result for {{eval}}`{key}`: run `make chapters`")
     if any(r != found[0] for r in found[1:]):
@@ -110,8 +133,14 @@ def _stored_expression(document, key: str):
 _CHAPTER_LINK = re.compile(r"\]\((\d\d_[a-z0-9_]+)\.ipynb(#[^)]*)?\)")
 
 
+_CITATION_LINK = re.compile(r"\]\(references\.md#([A-Za-z0-9_:-]+)\)")
+
+
 def _chapter_links(app: Sphinx, docname: str, source: list[str]) -> None:
-    source[0] = _CHAPTER_LINK.sub(lambda m: f"]({m.group(1)}.md{m.group(2) or ''})", source[0])
+    text = _CHAPTER_LINK.sub(lambda m: f"]({m.group(1)}.md{m.group(2) or ''})", source[0])
+    # a citation's anchor is a label on the references page ("(key)="), which Sphinx
+    # resolves by name; myst-parser reads "page.md#anchor" as a heading anchor only
+    source[0] = _CITATION_LINK.sub(r"](#\1)", text)
 
 
 def setup(app: Sphinx) -> dict:

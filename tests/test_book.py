@@ -4,7 +4,8 @@
   contents exists, and the chapters are listed in lecture (file-number) order;
 - each paired ``.ipynb``, where present, holds the same cells as its ``.md``;
 - each chapter starts with the exact jupytext header of the chapter template;
-- every key cited in ``book/*.md`` is in ``book/references.bib``, each entry once, with the
+- every key cited in ``book/*.md`` (a link to ``references.md#key`` whose text is the
+  entry's author-year label) is in ``book/references.bib``, each entry once, with the
   fields a reference needs.
 """
 
@@ -37,8 +38,8 @@ kernelspec:
 ---
 """
 CHAPTER_NAME = re.compile(r"^\d\d_[a-z0-9_]+\.md$")
-# {cite}`a`, {cite:p}`a,b`, {cite:t}`a`, {cite:ps}`a; b`...
-CITATION = re.compile(r"\{cite(?::[a-z]+)?\}`([^`]+)`")
+# [Vaswani et al., 2017](references.md#vaswani2017attention): (link text, key)
+CITATION = re.compile(r"\[([^\]]+)\]\(references\.md#([A-Za-z0-9_:-]+)\)")
 BIB_ENTRY = re.compile(r"^@(\w+)\s*\{\s*([^,\s]+)\s*,", re.MULTILINE)
 FRONT_AND_BACK = ["book/index", "book/how_to_use", "book/notation", "book/references"]
 
@@ -138,11 +139,32 @@ def bib_entries() -> list[tuple[str, str, str]]:
 def cited_keys() -> dict[str, set[str]]:
     cited: dict[str, set[str]] = {}
     for md in sorted(BOOK.glob("*.md")):
-        for group in CITATION.findall(md.read_text()):
-            for key in re.split(r"[,;]", group):
-                if key.strip():
-                    cited.setdefault(key.strip(), set()).add(md.name)
+        for _, key in CITATION.findall(md.read_text()):
+            cited.setdefault(key, set()).add(md.name)
     return cited
+
+
+def test_every_citation_reads_as_its_entry():
+    """The text of each citation link is the author-year label of the key it links to."""
+    import references
+
+    wrong = []
+    for md in sorted(BOOK.glob("*.md")):
+        for text, key in CITATION.findall(md.read_text()):
+            if key in references.entries() and text not in (
+                references.label(key),
+                references.label(key, textual=True),
+            ):
+                wrong.append(f"{md.name}: [{text}] for {key} ({references.label(key)})")
+    assert not wrong, wrong
+
+
+def test_references_page_is_written_from_the_bib():
+    import references
+
+    assert (BOOK / "references.md").read_text() == references.page(), (
+        "book/references.md is out of date: run python scripts/references.py"
+    )
 
 
 def test_every_cited_key_is_in_references_bib():
@@ -179,11 +201,9 @@ def test_the_landing_references_are_present():
     assert required <= keys, sorted(required - keys)
 
 
-def test_citation_pattern_reads_every_form():
-    text = "{cite:p}`a,b` and {cite}`c` and {cite:t}`d; e`"
-    assert [k.strip() for g in CITATION.findall(text) for k in re.split(r"[,;]", g)] == list(
-        "abcde"
-    )
+def test_citation_pattern_reads_links():
+    text = "([A, 1](references.md#a); [B (2)](references.md#b)) and [c](other.md#c)"
+    assert CITATION.findall(text) == [("A, 1", "a"), ("B (2)", "b")]
 
 
 def test_site_configuration_is_offline_executed_and_strict():

@@ -1,9 +1,10 @@
 """One way of doing things across chapters, checked on the chapters' sources.
 
-- every figure is a numbered, captioned ``glue:figure`` (no top-level ``plt.show()``; a
+- every figure is numbered and captioned by ``viz.figure`` (no top-level ``plt.show()``; a
   widget's redraw function may call it), with a text alternative;
-- every ``{glue:text}`` and ``{glue:figure}`` in the prose names a value the same chapter glues,
-  so no number in the prose is typed by hand where the page computes it;
+- no markup that only the site renders (glue, cite and doc roles, literalinclude): numbers
+  in the prose are ``{eval}`` expressions, citations links (``tests/test_book.py`` checks
+  their text), listings ``viz.source``;
 - every exercise can be answered: it has a checker call, a worked answer behind a toggle
   (a ``dropdown`` admonition) or an answer cell hidden behind a toggle (``hide-cell`` /
   ``hide-input``);
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -21,9 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 CHAPTERS = sorted(p for p in BOOK.glob("[0-9][0-9]_*.md"))
-GLUE_CALL = re.compile(r"""glue\(\s*["']([^"']+)["']""")
-GLUE_ROLE = re.compile(r"\{glue(?::text|:figure|:any|:math)?\}`([^`<]+?)(?::[^`]*)?`")
-GLUE_FIGURE = re.compile(r"^```\{glue:figure\}\s+(\S+)\s*$", re.MULTILINE)
+SITE_ONLY = ["{glue", "{cite", "{doc}", "{numref}", "{literalinclude}", "{bibliography}"]
 EXERCISE = re.compile(r"^\*\*(?:Exercise )?(\d+)[.\s]", re.MULTILINE)
 ANSWER = re.compile(r"check_[a-z_]+\(|:class: dropdown|:tags: \[[^\]]*hide-(?:cell|input)[^\]]*\]")
 
@@ -55,30 +55,54 @@ def test_the_chapters_are_found():
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=_ids(CHAPTERS))
-def test_figures_are_numbered_glue_figures(md):
+def test_figures_are_numbered_and_captioned(md):
     text = md.read_text()
+    code = _code_cells(text)
     # a widget's redraw function may call plt.show() (indented); a figure of the page may not
-    assert not re.search(r"^plt\.show\(\)", _code_cells(text), re.M), (
-        f"{md.name}: a figure shown with plt.show(); glue it and show it with a captioned "
-        "{glue:figure} block so it is numbered"
+    assert not re.search(r"^plt\.show\(\)", code, re.M), (
+        f"{md.name}: a figure shown with plt.show(); show it with viz.figure(fig, name, "
+        "caption=..., alt=...) so it is numbered and captioned in JupyterLab and on the site"
     )
-    for block in re.findall(r"^```\{glue:figure\}.*?^```", text, re.S | re.M):
-        name = block.splitlines()[0].split()[-1]
-        assert ":alt:" in block, f"{md.name}: figure {name} has no :alt: text"
-        assert ":name:" in block, f"{md.name}: figure {name} has no :name: (it cannot be cited)"
-        caption = [
-            line for line in block.splitlines()[1:-1] if line.strip() and not line.startswith(":")
-        ]
-        assert caption, f"{md.name}: figure {name} has no caption"
+    import jupytext
+
+    sources = [c.source for c in jupytext.read(md).cells if c.cell_type == "code"]
+    trees = [ast.parse(_python(source)) for source in sources]
+    calls = [
+        node
+        for tree in trees
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "figure"
+        and getattr(node.func.value, "id", "") == "viz"
+    ]
+    names = []
+    for call in calls:
+        keywords = {k.arg for k in call.keywords}
+        assert len(call.args) >= 2, f"{md.name}: viz.figure needs the figure and its name"
+        assert {"caption", "alt"} <= keywords, f"{md.name}: a figure without caption or alt"
+        name = call.args[1].value
+        assert name.startswith(f"ch{md.name[:2]}-"), f"{md.name}: figure {name} of another chapter"
+        names.append(name)
+    assert len(names) == len(set(names)), f"{md.name}: a figure name is used twice: {names}"
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=_ids(CHAPTERS))
-def test_every_glued_reference_is_glued_on_the_page(md):
+def test_no_markup_that_only_the_site_renders(md):
+    """Numbers are {eval} expressions, figures viz.figure, listings viz.source, citations
+    links: what renders in JupyterLab (jupyterlab-myst) and on the site alike."""
     text = md.read_text()
-    glued = set(GLUE_CALL.findall(_code_cells(text)))
-    used = set(GLUE_ROLE.findall(text)) | set(GLUE_FIGURE.findall(text))
-    missing = sorted(used - glued)
-    assert not missing, f"{md.name}: the prose uses glued values nobody glues: {missing}"
+    for markup in SITE_ONLY:
+        assert markup not in text, f"{md.name} uses {markup}, which JupyterLab shows raw"
+    assert "myst_nb" not in _code_cells(text), f"{md.name}: site plumbing in a code cell"
+    assert "plt.close(" not in _code_cells(text), f"{md.name}: plt.close in a code cell"
+
+
+def _python(code: str) -> str:
+    """Code cells as Python: IPython's magics and shell lines blanked."""
+    return "\n".join(
+        "" if line.lstrip().startswith(("%", "!")) else line for line in code.split("\n")
+    )
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=_ids(CHAPTERS))

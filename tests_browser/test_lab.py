@@ -1,8 +1,9 @@
 """A reader's session in JupyterLab, driven in Chromium.
 
 JupyterLab is started with the README's command (``make lab``) on 127.0.0.1 at a free port
-without a token. In the file browser the test double-clicks a chapter's ``.md`` (the
-self-attention chapter, or ``TRANSFORMER_LAB_LAB_CHAPTER``); it must open as a notebook.
+without a token. In the file browser, which lists each chapter once, as its notebook, the
+test double-clicks a chapter's ``.ipynb`` (the self-attention chapter, or
+``TRANSFORMER_LAB_LAB_CHAPTER``); its cells are the ``.md``'s.
 It runs all cells, checks that no cell produced an error, moves the attention explorer's
 ``d_k`` slider with the keyboard and checks that the heatmaps are redrawn, saves, and checks
 that the paired ``.ipynb`` was written (with outputs, without errors) while the ``.md`` text
@@ -196,11 +197,14 @@ def reader_session(page, lab_url, chapter_files, artifacts) -> None:
     for folder in Path(CHAPTER).parent.parts:
         dir_item(page, folder).dblclick()
         page.locator(".jp-BreadCrumbs").get_by_text(folder).wait_for()
-    dir_item(page, md.name).dblclick()
+    # each chapter is listed once: the notebook, not its .md source
+    dir_item(page, ipynb.name).wait_for()
+    assert dir_item(page, md.name).count() == 0, f"{md.name} is listed beside {ipynb.name}"
+    dir_item(page, ipynb.name).dblclick()
 
-    # it opens as a notebook (a jupytext notebook, not the Markdown editor)
+    # it opens as a notebook whose cells come from the .md (jupytext's pairing)
     tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current").first
-    tab.get_by_text(md.name).wait_for()
+    tab.get_by_text(ipynb.name).wait_for()
     notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook").last
     notebook.wait_for()
     assert page.locator(".jp-FileEditor:visible").count() == 0, f"{md.name} opened as text"

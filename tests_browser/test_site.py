@@ -9,6 +9,7 @@ work. Screenshots go to ``artifacts/``. Run after ``make book``.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from urllib.parse import urljoin, urlparse
@@ -181,6 +182,7 @@ def test_page_as_a_reader_sees_it(browser_context, site_url, name):
         assert page.locator(".bd-article h1").count() >= 1, f"{name} has no title"
         check_math(page, name)
         check_next_link(page, name)
+        check_clean(page, name)
         if name in CHAPTERS:
             check_figures(page, name)
             check_explorations(page, name)
@@ -189,6 +191,52 @@ def test_page_as_a_reader_sees_it(browser_context, site_url, name):
         assert_local(browser_context, start, name)
     finally:
         page.close()
+
+
+PROGRESS_LINE = re.compile(r"\d+%\|")
+PIPE_TABLE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*\|", re.M)
+
+
+def check_clean(page, name: str) -> None:
+    """Nothing between the reader and the lesson, at the desktop width of 1400 px: one
+    progress line per output, no Markdown table left as pipe text, no stray verdict repr,
+    no formula, printed output or exploration text wider than its column."""
+    page.set_viewport_size({"width": 1400, "height": 900})
+    page.wait_for_timeout(300)
+    outputs = page.locator(".bd-article .cell_output").all_inner_texts()
+    for text in outputs:
+        n = len(PROGRESS_LINE.findall(text))
+        assert n <= 1, f"{name}: an output shows {n} progress lines: {text[:300]!r}"
+        assert "CheckResult(" not in text, f"{name}: a CheckResult repr is printed: {text[:200]!r}"
+    prose = page.locator(".bd-article p, .bd-article .cell_output").all_inner_texts()
+    piped = [t for t in prose if PIPE_TABLE.search(t)]
+    assert not piped, f"{name}: a table shows as raw pipe text: {piped[0][:300]!r}"
+    too_wide = page.evaluate(
+        """() => {
+            const out = [];
+            const wider = (el, what) => {
+                if (el.scrollWidth > el.clientWidth + 2) {
+                    out.push(`${what} (${el.scrollWidth} > ${el.clientWidth} px): ` +
+                             el.textContent.trim().slice(0, 80));
+                }
+            };
+            const formulas = ".bd-article div.math, .bd-article mjx-container[display='true']";
+            document.querySelectorAll(formulas).forEach(el => wider(el, "formula"));
+            document.querySelectorAll(".bd-article .cell_output pre")
+                .forEach(el => wider(el, "output"));
+            document.querySelectorAll(".bd-article .tl-plotly").forEach(fig => {
+                const box = fig.getBoundingClientRect();
+                fig.querySelectorAll("svg text").forEach(t => {
+                    const r = t.getBoundingClientRect();
+                    if (r.width && (r.left < box.left - 2 || r.right > box.right + 2)) {
+                        out.push(`exploration text outside its figure: ${t.textContent}`);
+                    }
+                });
+            });
+            return out;
+        }"""
+    )
+    assert not too_wide, f"{name}: clipped at 1400 px: {too_wide[:5]}"
 
 
 def check_math(page, name: str) -> None:
@@ -408,5 +456,35 @@ def test_architecture_box_hover_and_click(browser_context, site_url):
         assert "Positional encoding" in page.locator(".bd-article h1").first.inner_text()
         assert not problems.errors, problems.errors
         assert_local(browser_context, start, "diagram click")
+    finally:
+        page.close()
+
+
+PHONE_PAGES = [PAGES[0], *CHAPTERS]
+
+
+@pytest.mark.parametrize("name", PHONE_PAGES)
+def test_phone_width(browser_context, site_url, name):
+    """At 400 px the page does not scroll sideways, and on the first page the navigation
+    button opens the table of contents."""
+    page = browser_context.new_page()
+    page.set_default_timeout(60_000)
+    page.set_viewport_size({"width": 400, "height": 800})
+    try:
+        page.goto(page_url(site_url, name), wait_until="load")
+        settle(browser_context, page)
+        page.wait_for_timeout(500)
+        width = page.evaluate("() => document.documentElement.scrollWidth")
+        assert width <= 401, f"{name} scrolls sideways at 400 px: {width} px wide"
+        if name != PHONE_PAGES[0]:
+            return
+        toggle = page.locator("button.primary-toggle:visible, label.primary-toggle:visible").first
+        toggle.click()
+        sidebar = page.locator("#pst-primary-sidebar")
+        page.wait_for_timeout(800)
+        box = sidebar.bounding_box()
+        assert box and box["width"] > 150 and box["x"] >= -1, f"navigation did not open: {box}"
+        link = sidebar.locator("a.reference.internal").first
+        assert link.is_visible(), "the opened navigation shows no link"
     finally:
         page.close()

@@ -1,0 +1,180 @@
+"""Every chapter read in JupyterLab as the site shows it, in Chromium.
+
+The executed copies that the chapter run writes (``_build/executed/NN_name.ipynb``, see
+``conftest.py``: outputs, the numbers of the prose, the folded cells) are opened one by one
+in JupyterLab with the project's own settings and extensions (``jupyterlab-myst``). On each
+chapter the test fails on
+
+- raw MyST markup on screen (``{glue``, ``{eval``, ``{cite``, ``{doc``, ``{numref``,
+  ``:alt:``, a directive's fence),
+- a number of the prose that does not show (every ``{eval}`` result the site prints must
+  be in the rendered Markdown),
+- a figure without its number and caption, an empty listing of the package,
+- an answer or a hidden check shown unfolded.
+
+A screenshot of each chapter's first screen goes to ``artifacts/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+from browser_support import ROOT, free_port
+
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from book_markup import MARKDOWN_KEY, result_text  # noqa: E402
+
+EXECUTED = ROOT / "_build" / "executed"
+RAW_MARKUP = ["{glue", "{eval}", "{cite", "{doc}", "{numref}", ":alt:", "```{", ":::{"]
+
+
+def chapters() -> list[Path]:
+    from sync_notebooks import chapter_sources
+
+    return [EXECUTED / f"{md.stem}.ipynb" for md in chapter_sources()]
+
+
+@pytest.fixture(scope="module")
+def reading_lab(tmp_path_factory, playwright_api):
+    """JupyterLab on 127.0.0.1 over a folder holding the executed chapters."""
+    missing_copies = [p.name for p in chapters() if not p.exists()]
+    if missing_copies:
+        pytest.fail(f"no executed copy of {missing_copies}: run `make chapters` first")
+    home = tmp_path_factory.mktemp("reading")
+    root = home / "root" / "book"
+    root.mkdir(parents=True)
+    for path in chapters():
+        shutil.copy(path, root / path.name)
+    for page in ("references.md", "notation.md", "how_to_use.md", "index.md"):
+        shutil.copy(ROOT / "book" / page, root / page)
+    settings = home / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    # render every cell, not only those scrolled into view
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    env = {
+        **os.environ,
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+    }
+    jupyter = str(Path(sys.executable).parent / "jupyter")
+    # the executed copies are the book's own: trusted, so their HTML outputs render fully
+    subprocess.run(
+        [jupyter, "trust", *map(str, root.glob("*.ipynb"))],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    port = free_port()
+    log = open(home / "lab.log", "w")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [
+            jupyter,
+            "lab",
+            "--no-browser",
+            f"--port={port}",
+            "--ServerApp.ip=127.0.0.1",
+            "--ServerApp.port_retries=0",
+            "--IdentityProvider.token=",
+            "--ServerApp.password=",
+            f"--ServerApp.root_dir={home / 'root'}",
+            "--allow-root",
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"jupyter lab exited: {(home / 'lab.log').read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/api/status", timeout=5) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("JupyterLab did not answer within 120 s")
+            time.sleep(1)
+        yield url
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+        log.close()
+
+
+def expected_numbers(nb) -> list[str]:
+    return [
+        result_text(entry["result"])
+        for cell in nb.cells
+        if cell.cell_type == "markdown"
+        for entry in cell.metadata.get(MARKDOWN_KEY, [])
+    ]
+
+
+@pytest.mark.parametrize("path", chapters(), ids=lambda p: p.stem)
+def test_chapter_reads_in_jupyterlab(path, reading_lab, browser_context, artifacts):
+    nb = nbformat.read(path, as_version=4)
+    page = browser_context.new_page()
+    page.set_default_timeout(60_000)
+    try:
+        page.goto(f"{reading_lab}/lab/tree/book/{path.name}", wait_until="load")
+        notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook").last
+        notebook.wait_for()
+        n_cells = len(nb.cells)
+        notebook.locator(".jp-Cell").nth(n_cells - 1).wait_for()
+        # jupyterlab-myst renders Markdown cells as they come into view: let all settle
+        page.wait_for_timeout(1500)
+        markdown = notebook.locator(".jp-MarkdownCell .jp-RenderedMarkdown, .jp-MarkdownCell .myst")
+        text = "\n".join(markdown.all_inner_texts())
+        page.screenshot(path=str(artifacts / f"lab_read_{path.stem}.png"))
+
+        raw = [m for m in RAW_MARKUP if m in text]
+        assert not raw, f"raw MyST markup on screen in {path.stem}: {raw}"
+        flat = re.sub(r"\s+", " ", text)
+        shown_numbers = [n for n in expected_numbers(nb) if re.sub(r"\s+", " ", n) not in flat]
+        assert not shown_numbers, f"numbers of the prose not shown: {shown_numbers[:10]}"
+
+        cells = notebook.locator(".jp-Cell")
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            shown = cells.nth(index)
+            tags = cell.metadata.get("tags", [])
+            if {"hide-cell", "remove-cell"} & set(tags):
+                editors = shown.locator(".jp-InputArea-editor:visible").count()
+                assert editors == 0, f"cell {index} ({tags}) is shown unfolded in {path.stem}"
+            if "viz.source(" in cell.source:
+                code = shown.locator(".jp-OutputArea-output pre, .jp-OutputArea-output code")
+                lines = "\n".join(code.all_inner_texts()).strip().splitlines()
+                assert len(lines) >= 3, f"empty listing in cell {index} of {path.stem}"
+            if "viz.figure(" in cell.source and "remove-output" not in tags:
+                caption = shown.locator("figure.tl-figure figcaption")
+                assert caption.count() >= 1, f"no captioned figure in cell {index} of {path.stem}"
+                assert re.match(r"Figure \d+\.\d+\. \S", caption.first.inner_text().strip())
+        opened = notebook.locator("details[open]").count()
+        assert opened == 0, f"{opened} answer block(s) shown unfolded in {path.stem}"
+    finally:
+        page.close()
