@@ -2293,6 +2293,32 @@ def _name(target) -> str:
     return getattr(target, "__qualname__", repr(target))
 
 
+# --- what chapters show: numbered figures, listings, tables, the progress line ---------------
+
+from transformer_lab import display as DSP  # noqa: E402
+from transformer_lab import progress as PRG  # noqa: E402
+
+
+class _Drawing:
+    def _repr_svg_(self):
+        return "<svg></svg>"
+
+
+case(DSP.figure_number, lambda: DSP.figure_number("figure-1"), ValueError, "ch02-some-words")
+case(DSP.figure, lambda: DSP.figure(_Drawing(), "chapter2", "c", "a"), ValueError, "look like")
+case(DSP.figure, lambda: DSP.figure(_Drawing(), "ch99-x", "", "a"), ValueError, "caption must")
+case(DSP.figure, lambda: DSP.figure(_Drawing(), "ch99-y", "c", None), ValueError, "alt must")
+case(DSP.figure, lambda: DSP.figure(42, "ch99-z", "c", "a"), TypeError, "Matplotlib figure")
+case(DSP.source, lambda: DSP.source(42), TypeError, "source needs")
+case(DSP.source, lambda: DSP.source("transformer_lab.masks.nope"), ValueError, "has no 'nope'")
+case(DSP.source, lambda: DSP.source(DSP.table, start_at="zzz"), ValueError, "start_at='zzz'")
+case(DSP.source, lambda: DSP.source(DSP.table, end_before="zzz"), ValueError, "end_before")
+case(DSP.table, lambda: DSP.table([(1, 2, 3)], ["a", "b"]), ValueError, "row 0 has 3 cells")
+case(PRG.progress_bar, lambda: PRG.progress_bar(-1, "x"), ValueError, "non-negative int")
+case(PRG.progress_bar, lambda: PRG.progress_bar(True, "x"), ValueError, "non-negative int")
+case(PRG.progress_bar, lambda: PRG.progress_bar(3, None), TypeError, "desc must be a string")
+
+
 @pytest.mark.parametrize(
     "target, label, thunk, error, fragment",
     CASES,

@@ -26,7 +26,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-__all__ = ["Figure", "Listing", "Table", "figure", "source", "table", "figure_number"]
+__all__ = ["figure", "source", "table", "figure_number"]
 
 _NAME = re.compile(r"^ch(\d{2})-[a-z0-9-]+$")
 _numbers: dict[str, tuple[int, int]] = {}

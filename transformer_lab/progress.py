@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 
-__all__ = ["Progress", "progress_bar"]
+__all__ = ["progress_bar"]
 
 
 def _in_notebook() -> bool:
@@ -70,6 +70,10 @@ class Progress:
 
 def progress_bar(total: int | None, desc: str, mininterval: float = 1.0):
     """A notebook :class:`Progress` inside a kernel, tqdm on stderr anywhere else."""
+    if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 0):
+        raise ValueError(f"total must be None or a non-negative int, got {total!r}")
+    if not isinstance(desc, str):
+        raise TypeError(f"desc must be a string, got {type(desc).__name__}")
     if _in_notebook():
         return Progress(total, desc, mininterval)
     from tqdm.std import tqdm
