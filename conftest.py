@@ -131,6 +131,13 @@ def pytest_runtest_teardown(item, nextitem):
     md_path = Path(str(parent.fspath)).with_suffix(".md")
     if not md_path.exists() or not cells or not all(c["passed"] for c in cells.values()):
         return
+    ran = [c.source for c in parent.nb.cells if c.cell_type == "code"]
+    now = [c.source for c in _read_like_myst_nb(md_path).cells if c.cell_type == "code"]
+    if ran != now:  # the .md was edited while the chapter ran: its outputs are not its own
+        item.config.get_terminal_writer().line(
+            f"\n{md_path.name} changed while it ran: not stored for the site build"
+        )
+        return
     try:
         _cached[str(md_path)] = _store_executed(md_path, cells)
     except Exception as reason:  # the site build then executes the chapter itself

@@ -31,8 +31,11 @@ from pathlib import Path
 import nbformat
 import pytest
 from browser_support import ROOT, free_port
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 sys.path.insert(0, str(ROOT / "scripts"))
+
+import contextlib
 
 from book_markup import MARKDOWN_KEY, result_text  # noqa: E402
 
@@ -145,17 +148,23 @@ def test_chapter_reads_in_jupyterlab(path, reading_lab, browser_context, artifac
         notebook.wait_for()
         n_cells = len(nb.cells)
         notebook.locator(".jp-Cell").nth(n_cells - 1).wait_for()
-        # jupyterlab-myst renders Markdown cells as they come into view: let all settle
-        page.wait_for_timeout(1500)
+        # jupyterlab-myst renders Markdown cells asynchronously: wait until they settle
         markdown = notebook.locator(".jp-MarkdownCell .jp-RenderedMarkdown, .jp-MarkdownCell .myst")
-        text = "\n".join(markdown.all_inner_texts())
+        expected = expected_numbers(nb)
+        deadline = time.monotonic() + 60
+        while True:
+            text = "\n".join(markdown.all_inner_texts())
+            flat = re.sub(r"\s+", " ", text)
+            not_shown = [n for n in expected if re.sub(r"\s+", " ", n) not in flat]
+            if not not_shown or time.monotonic() > deadline:
+                break
+            page.wait_for_timeout(1000)
         page.screenshot(path=str(artifacts / f"lab_read_{path.stem}.png"))
 
         raw = [m for m in RAW_MARKUP if m in text]
         assert not raw, f"raw MyST markup on screen in {path.stem}: {raw}"
-        flat = re.sub(r"\s+", " ", text)
-        shown_numbers = [n for n in expected_numbers(nb) if re.sub(r"\s+", " ", n) not in flat]
-        assert not shown_numbers, f"numbers of the prose not shown: {shown_numbers[:10]}"
+        if not_shown:
+            pytest.fail(f"numbers of the prose not shown: {not_shown[:10]}; text: {flat[:300]}")
 
         cells = notebook.locator(".jp-Cell")
         for index, cell in enumerate(nb.cells):
@@ -168,6 +177,9 @@ def test_chapter_reads_in_jupyterlab(path, reading_lab, browser_context, artifac
                 assert editors == 0, f"cell {index} ({tags}) is shown unfolded in {path.stem}"
             if "viz.source(" in cell.source:
                 code = shown.locator(".jp-OutputArea-output pre, .jp-OutputArea-output code")
+                shown.scroll_into_view_if_needed()
+                with contextlib.suppress(PlaywrightTimeout):
+                    code.first.wait_for(timeout=30_000)
                 lines = "\n".join(code.all_inner_texts()).strip().splitlines()
                 assert len(lines) >= 3, f"empty listing in cell {index} of {path.stem}"
             if "viz.figure(" in cell.source and "remove-output" not in tags:
