@@ -485,7 +485,7 @@ def test_phone_width(browser_context, site_url, name):
         assert width <= 401, f"{name} scrolls sideways at 400 px: {width} px wide"
         if name != PHONE_PAGES[0]:
             return
-        link = page.locator("a.reference.internal", has_text="How to use this book")
+        link = page.locator(".bd-sidebar-primary a, dialog a", has_text="How to use this book")
         assert not any(_on_screen(link.nth(i)) for i in range(link.count())), (
             "the navigation is open before the button is pressed"
         )
