@@ -7,7 +7,7 @@ Everything goes into the environment itself, so the reader's own Jupyter setting
   overrides): Markdown files open as documents (``Markdown Preview``, rendered by
   ``jupyterlab-myst``), so ``index.md``, ``how_to_use.md`` and ``notation.md`` read as
   pages; no news pop-up.
-- ``etc/jupyter/jupyter_server_config.d/transformer_lab.json``: the chapters' ``.md``
+- ``etc/jupyter/jupyter_server_config.json``: the chapters' ``.md``
   sources are left out of the file browser, so each chapter is listed once, as the
   notebook (``NN_name.ipynb``) a reader opens. Jupytext pairs that notebook with its
   ``.md`` (``jupytext.toml``): saving writes both.
@@ -43,9 +43,15 @@ def configure(venv: Path) -> Path:
 
 
 def configure_server(venv: Path) -> Path:
-    path = venv / "etc" / "jupyter" / "jupyter_server_config.d" / "transformer_lab.json"
+    # the environment's own jupyter_server_config.json: a file in jupyter_server_config.d
+    # is read too, but its ContentsManager settings do not reach the contents manager that
+    # jupytext's server extension puts in place
+    path = venv / "etc" / "jupyter" / "jupyter_server_config.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"ContentsManager": {"hide_globs": HIDE_GLOBS}}, indent=2) + "\n")
+    config = json.loads(path.read_text()) if path.exists() else {}
+    config.setdefault("ContentsManager", {})["hide_globs"] = HIDE_GLOBS
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    (path.parent / "jupyter_server_config.d" / "transformer_lab.json").unlink(missing_ok=True)
     return path
 
 

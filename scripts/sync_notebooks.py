@@ -15,6 +15,7 @@ jupytext leaves JupyterLab's ``jupyter`` cell metadata out of the ``.md`` (``jup
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -99,6 +100,11 @@ def _write_reader_notebook(md_path: Path, ipynb: Path) -> None:
     nb = jupytext.read(md_path)
     add_reader_metadata(nb)
     jupytext.write(nb, ipynb)
+    # the notebook carries the .md's time: jupytext refuses to open a pair whose .ipynb is
+    # newer than its text file and differs from it (here: the folded state, which the .md
+    # leaves out), taking it for a notebook edited behind its back
+    md_time = md_path.stat().st_mtime
+    os.utime(ipynb, (md_time, md_time))
 
 
 def main(argv: list[str]) -> int:
