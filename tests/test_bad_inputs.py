@@ -2293,6 +2293,30 @@ def _name(target) -> str:
     return getattr(target, "__qualname__", repr(target))
 
 
+# --- explorations built by the package (chapters 2, 13, 15) ----------------------------------
+
+case(
+    V.dropdown_bars,
+    lambda: V.dropdown_bars({}, headings={}, dropdown_label="n"),
+    ValueError,
+    "bars is empty",
+)
+case(
+    V.decoding_explorer,
+    lambda: V.decoding_explorer(["a"], {}, {}, [1.0], ["f"], "fr"),
+    ValueError,
+    "no state or sample for ('f', 1.0)",
+)
+case(
+    V.slider_bars,
+    lambda: V.slider_bars({}, ["x"], slider_label="s", title="t"),
+    ValueError,
+    "states is empty",
+)
+case(V.wrap_title, lambda: V.wrap_title(None), TypeError, "expected string")
+case(V.title_layout, lambda: V.title_layout(None, 400), TypeError, "expected string")
+
+
 # --- what chapters show: numbered figures, listings, tables, the progress line ---------------
 
 from transformer_lab import display as DSP  # noqa: E402

@@ -156,6 +156,26 @@ def test_model_view_has_one_panel_per_head():
     assert "the → cat" in fig.data[0].text[1][2]
 
 
+def test_views_have_a_colour_bar_for_the_weights():
+    A = _attn()
+    head = head_view(A, TOKENS, layer=1).to_dict()
+    scales = [t for t in head["data"] if t.get("showscale")]
+    assert len(scales) == 2  # one per layer option; only the visible one is drawn
+    assert all(t["colorbar"]["x"] > 1 and (t["zmin"], t["zmax"]) == (0, 1) for t in scales)
+    model = model_view(A, TOKENS).to_dict()
+    (shared,) = [t for t in model["data"] if t.get("showscale")]  # all panels share 0..1
+    assert shared["colorbar"]["orientation"] == "h" and shared["colorbar"]["y"] < 0
+
+
+def test_head_view_wraps_a_long_title():
+    A = _attn()
+    title = "Head view: “" + " ".join(["word"] * 30) + "”<br>(rows: queries, columns: keys)"
+    fig = head_view(A, TOKENS, title=title)
+    lines = fig.layout.title.text.split("<br>")
+    assert len(lines) >= 3 and lines[-1] == "(rows: queries, columns: keys)"
+    assert fig.layout.margin.t >= 21 * len(lines)
+
+
 def test_attention_browser_reruns_and_redraws():
     tok = WordPieceTokenizer.train(["the cat saw the dog", "a dog saw a cat"] * 5, 40)
     torch.manual_seed(0)

@@ -196,6 +196,199 @@ def test_heatmap_explorer_controls_are_independent():
         )  # fmt: skip
 
 
+# --- colour bars, tick labels, titles -------------------------------------------------------
+
+
+def _scales(fig):
+    """(trace index, colorbar) of every trace that draws a colour bar."""
+    spec = fig.to_dict()
+    return [(i, t.get("colorbar", {})) for i, t in enumerate(spec["data"]) if t.get("showscale")]
+
+
+def test_one_panel_heatmaps_have_a_colour_bar_right_of_the_panel():
+    fig = _two_state_figure()
+    ((index, bar),) = _scales(fig)
+    assert index == 0 and bar["x"] > 1.0 and bar.get("orientation", "v") == "v"
+    frames = {"long": np.ones((3, 3)), "short": np.zeros((2, 2))}
+    fig = viz.dropdown_heatmaps(frames, list("abc"), list("abc"), "pick", "size")
+    assert [i for i, _ in _scales(fig)] == [0, 1]  # one per option; only the visible one shows
+
+
+def _two_panel_states(second=1.0):
+    """Two options, slider values p and q, a 2x2 and a 2x3 panel (the second scaled)."""
+    values = {"p": 0.0, "q": 0.5}
+    state = {s: [np.full((2, 2), v), np.full((2, 3), second * v)] for s, v in values.items()}
+    return {"A": state, "B": state}
+
+
+def _two_panel_labels():
+    return {opt: [(["k1", "k2"], ["r1", "r2"]), (["d0", "d1", "d2"], ["r1", "r2"])] for opt in "AB"}
+
+
+def test_panels_on_one_scale_share_one_colour_bar():
+    fig = viz.heatmap_explorer(
+        _two_panel_states(), labels=_two_panel_labels(), panel_titles=["first", "second"],
+        slider_label="s", dropdown_label="option", zranges=[(0, 1), (0, 1)],
+    )  # fmt: skip
+    assert [i for i, _ in _scales(fig)] == [1, 3]  # the second panel of each option
+    assert all(bar["x"] > 1.0 for _, bar in _scales(fig))
+
+
+def test_panels_on_different_scales_get_a_colour_bar_each_below_the_panels():
+    fig = viz.heatmap_explorer(
+        _two_panel_states(second=10.0), labels=_two_panel_labels(),
+        panel_titles=["first", "second"], slider_label="s", zranges=[(0, 1), (-10, 10)],
+        colorscale=["Viridis", "RdBu"],
+    )  # fmt: skip
+    scales = _scales(fig)
+    assert [i for i, _ in scales] == [0, 1, 2, 3]
+    layout = fig.to_dict()["layout"]
+    for (_, bar), axis in zip(scales, ["xaxis", "xaxis2"] * 2, strict=True):
+        lo, hi = layout[axis]["domain"]
+        assert bar["orientation"] == "h" and lo <= bar["x"] <= hi  # under its own panel
+        assert bar["len"] <= hi - lo + 1e-9 and bar["y"] < 0  # no wider than it, below it
+    # the slider is pushed below the row of colour bars
+    assert layout["sliders"][0]["pad"]["t"] > 40
+    # a panel whose colours name things gets no bar
+    fig = viz.heatmap_explorer(
+        _two_panel_states(second=10.0), labels=_two_panel_labels(),
+        panel_titles=["picture", "weights"], slider_label="s", colorbars=[False, True],
+    )  # fmt: skip
+    assert [i for i, _ in _scales(fig)] == [1, 3]
+    with pytest.raises(ValueError, match="colorbars flags"):
+        viz.heatmap_explorer(
+            _two_panel_states(), labels=_two_panel_labels(), panel_titles=["a", "b"],
+            slider_label="s", colorbars=[True],
+        )  # fmt: skip
+
+
+def test_max_ticks_thins_the_tick_labels():
+    frames = {"a": np.zeros((48, 64))}
+    names = [str(i) for i in range(64)]
+    fig = viz.slider_heatmaps(frames, names, names[:48], "t", "s", max_ticks=8)
+    assert list(fig.layout.xaxis.tickvals) == list(range(0, 64, 8))
+    assert list(fig.layout.xaxis.ticktext) == [str(i) for i in range(0, 64, 8)]
+    assert list(fig.layout.yaxis.tickvals) == list(range(0, 48, 8))
+    fig = viz.slider_heatmaps(frames, names, names[:48], "t", "s")
+    assert len(fig.layout.xaxis.tickvals) == 64  # every label by default
+
+
+def test_wrap_title_breaks_between_words_and_keeps_tags_whole():
+    text = "one two three four five six seven<br><span style='color:red'>eight</span> nine"
+    wrapped = viz.wrap_title(text, 10)
+    lines = wrapped.split("<br>")
+    plain = [re.sub(r"<[^>]*>", "", line) for line in lines]
+    assert all(len(line) <= 10 for line in plain)
+    assert " ".join(plain).split() == re.sub(r"<[^>]*>", " ", text).split()
+    assert "<span style='color:red'>eight</span>" in wrapped
+    assert viz.wrap_title("a_very_long_word", 4) == "a_very_long_word"
+    assert viz.wrap_title("a < b and c", 80) == "a < b and c"
+
+
+def test_long_titles_wrap_and_the_top_margin_holds_them():
+    title = "A title much longer than any figure line could hold, " * 3
+    fig = viz.heatmap_explorer(
+        _two_panel_states(), labels=_two_panel_labels(), panel_titles=["a", "b"],
+        slider_label="s", dropdown_label="option", title=title,
+    )  # fmt: skip
+    layout = fig.to_dict()["layout"]
+    lines = layout["title"]["text"].split("<br>")
+    assert len(lines) >= 3 and all(len(line) <= viz.TITLE_WRAP for line in lines)
+    _, title_px = viz.title_layout(title, layout["height"])
+    menu = layout["updatemenus"][0]
+    # title, then the dropdown (its bottom pad px above the panels), all in the top margin
+    assert layout["margin"]["t"] >= title_px + 30 + menu["pad"]["b"]
+    assert layout["title"]["yref"] == "container" and layout["title"]["yanchor"] == "bottom"
+    # the plain-text title of the bundle has no tags
+    assert "<br>" not in viz.mimebundle(fig)["text/plain"]
+
+
+# --- bar charts behind a dropdown or a slider ----------------------------------------------
+
+
+def test_dropdown_bars_headings_follow_the_dropdown():
+    bars = {"21": (["twenty", "one"], [0.5, 0.25]), "4,021": (list("abcd"), [1, 2, 3, 4])}
+    headings = {
+        "21": "<b>21</b>: right",
+        "4,021": "<b>4,021</b>: <span style='color:#c0392b'>WRONG</span><br>" + "word " * 40,
+    }
+    fig = viz.dropdown_bars(bars, headings=headings, dropdown_label="number", y_title="size")
+    assert len(fig.data) == 2 and [t.visible for t in fig.data] == [True, False]
+    buttons = fig.layout.updatemenus[0].buttons
+    assert [b.label for b in buttons] == ["21", "4,021"]
+    assert buttons[1].args[0]["visible"] == [False, True]
+    heading = buttons[1].args[1]["title.text"]
+    assert "WRONG" in heading and len(heading.split("<br>")) >= 4  # the long line wrapped
+    assert fig.layout.title.text == buttons[0].args[1]["title.text"]
+    # the top margin holds the longest heading below the dropdown
+    assert fig.layout.margin.t >= 16 * len(heading.split("<br>")) + 34
+    with pytest.raises(ValueError, match="no heading"):
+        viz.dropdown_bars(bars, headings={"21": "x"}, dropdown_label="number")
+    with pytest.raises(ValueError, match="2 labels for 3 heights"):
+        viz.dropdown_bars({"a": (["x", "y"], [1, 2, 3])}, headings={"a": "a"}, dropdown_label="n")
+
+
+def _apply(traces, args):
+    """What Plotly's restyle does to the traces (a list of dicts)."""
+    update, indices = args[0], args[1] if len(args) > 1 else range(len(traces))
+    for key, values in update.items():
+        for j, index in enumerate(indices):
+            traces[index][key] = values[j]
+
+
+def test_decoding_explorer_text_follows_both_controls():
+    labels = ["a", "b", "c"]
+    temperatures = [0.5, 1.0, 2.0]
+    filters = {"no filter": {}, "top-k, k = 2": {}, "top-p, p = 0.9": {}}
+    states = {(f, t): [i / 10, t / 10, 0.0] for i, f in enumerate(filters) for t in temperatures}
+    samples = {(f, t): f"sample of {f} at {t} <&>" for f in filters for t in temperatures}
+    fig = viz.decoding_explorer(labels, states, samples, temperatures, filters, prompt_tail="fr")
+    spec = fig.to_dict()
+    n = len(filters)
+    assert [t["type"] for t in spec["data"]] == ["bar"] * n + ["scatter"] * n
+    assert spec["layout"]["sliders"][0]["active"] == 1  # temperature 1 first
+    steps = spec["layout"]["sliders"][0]["steps"]
+    buttons = spec["layout"]["updatemenus"][0]["buttons"]
+    # every order of every slider step and dropdown option shows one rule's bars and text
+    for s, t in enumerate(temperatures):
+        for k, name in enumerate(filters):
+            for order in ((steps[s], buttons[k]), (buttons[k], steps[s])):
+                traces = [dict(t) for t in spec["data"]]
+                for control in order:
+                    _apply(traces, control["args"])
+                shown = [tr for tr in traces if tr.get("visible", True)]
+                assert len(shown) == 2
+                bar, text = shown
+                assert bar["type"] == "bar" and list(bar["y"]) == states[name, t]
+                assert text["mode"] == "text"
+                assert f"{name}, temperature {t:g}" in text["text"][0]
+                assert f"sample of {name} at {t} &lt;&amp;&gt;" in text["text"][0]
+    with pytest.raises(ValueError, match="no state or sample"):
+        viz.decoding_explorer(labels, states, {}, temperatures, filters, prompt_tail="fr")
+
+
+def test_slider_bars_restyle_heights_and_whiskers():
+    states = {
+        n: {"probe": ([0.5, 0.6], [0.4, 0.5], [0.7, 0.8]), "scratch": [n / 100, 0.3]}
+        for n in (24, 96)
+    }
+    fig = viz.slider_bars(
+        states, ["MiniLM", "tiny"], slider_label="labels", title="accuracy " * 20,
+        reference=(1 / 3, "majority class"), active=1,
+    )  # fmt: skip
+    assert [t.name for t in fig.data] == ["probe", "scratch", "majority class"]
+    assert list(fig.data[1].y) == [0.96, 0.3]  # built at the active step
+    assert fig.data[0].error_y.array == (0.2, 0.2)
+    step = fig.layout.sliders[0].steps[0]
+    assert list(step.args[1]) == [0, 1]  # the reference line's legend entry is left alone
+    assert step.args[0]["y"][1] == [0.24, 0.3]
+    assert step.args[0]["error_y"][0]["arrayminus"] == [0.1, 0.1]
+    assert step.args[0]["error_y"][1] == {"visible": False}
+    assert all(len(line) <= viz.TITLE_WRAP for line in fig.layout.title.text.split("<br>"))
+    with pytest.raises(ValueError, match="series"):
+        viz.slider_bars({1: {"a": [1]}, 2: {"b": [1]}}, ["x"], slider_label="s", title="t")
+
+
 # --- the HTML fragment in a real browser (skipped without Chromium) ------------------------
 
 

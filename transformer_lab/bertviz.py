@@ -195,8 +195,9 @@ def head_view(
     attentions, tokens: Sequence[str], *, title: str | None = None, layer: int = 0, head: int = 0
 ):
     """A kernel-free head view: the pattern of one head, the layer chosen from a dropdown
-    and the head from a slider (all ``n_layers x n_heads`` states precomputed). ``layer``
-    and ``head`` are shown first.
+    and the head from a slider (all ``n_layers x n_heads`` states precomputed), with a
+    colour bar for the weights (0 to 1). ``layer`` and ``head`` are shown first; a long
+    ``title`` is wrapped to fit (see :func:`transformer_lab.viz.wrap_title`).
 
     Returns a Plotly figure for :func:`transformer_lab.viz.show`.
     """
@@ -232,11 +233,14 @@ def head_view(
 
 def model_view(attentions, tokens: Sequence[str], *, title: str | None = None):
     """A kernel-free model view: every head of every layer as a small heatmap (rows:
-    layers, columns: heads); hovering a cell names the query and key tokens.
+    layers, columns: heads), with one colour bar for all (every panel runs from 0 to 1);
+    hovering a cell names the query and key tokens.
 
     Returns a Plotly figure for :func:`transformer_lab.viz.show`.
     """
     from plotly.subplots import make_subplots
+
+    from .viz import title_layout
 
     A = stack_attentions(attentions)
     n_layers, n_heads, n, _ = A.shape
@@ -252,15 +256,32 @@ def model_view(attentions, tokens: Sequence[str], *, title: str | None = None):
         column_titles=[f"head {h}" for h in range(n_heads)],
     )
     hover = [[f"{tokens[i]} → {tokens[j]}" for j in range(n)] for i in range(n)]
+    height = max(300, 70 * n_layers + 90)
+    title_dict, top = title_layout(title or "Model view: every head of every layer", height + 60)
+    colorbar = {  # one bar for all panels (they share 0..1), under the grid
+        "orientation": "h",
+        "title": {"text": "attention weight", "side": "right", "font": {"size": 11}},
+        "x": 0.5,
+        "xanchor": "center",
+        "len": 0.5,
+        "y": -0.02,
+        "yanchor": "top",
+        "thickness": 10,
+        "ticklen": 3,
+        "tickfont": {"size": 10},
+        "outlinewidth": 0,
+    }
     for l in range(n_layers):
         for h in range(n_heads):
+            first = l == 0 and h == 0
             fig.add_heatmap(
                 z=np.round(A[l, h], 3).tolist(),
                 text=hover,
                 zmin=0.0,
                 zmax=1.0,
                 colorscale="Viridis",
-                showscale=False,
+                showscale=first,
+                colorbar=colorbar if first else None,
                 name=f"layer {l}, head {h}",
                 hovertemplate=f"layer {l}, head {h}<br>%{{text}}: %{{z:.2f}}<extra></extra>",
                 row=l + 1,
@@ -270,9 +291,9 @@ def model_view(attentions, tokens: Sequence[str], *, title: str | None = None):
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
     fig.update_annotations(font_size=9)
     fig.update_layout(
-        title={"text": title or "Model view: every head of every layer"},
-        height=max(300, 70 * n_layers + 90),
-        margin={"t": 80, "b": 10, "l": 10, "r": 50},
+        title=title_dict,
+        height=height + 60,
+        margin={"t": top + 22, "b": 60, "l": 10, "r": 50},  # the head names above the grid
     )
     return fig
 

@@ -50,7 +50,25 @@ a slider step restyles the ``z`` and the cell text of *every* group to the state
 that slider value, and a dropdown button only switches which group is visible (and the
 tick labels). So the two controls are independent and every combination of the two is
 reachable with plain Plotly, no kernel and no custom JavaScript. :func:`slider_heatmaps`
-and :func:`dropdown_heatmaps` are the one-panel special cases.
+and :func:`dropdown_heatmaps` are the one-panel special cases. Every panel whose colour
+carries a number gets a colour bar: one bar right of the panels when they share a scale,
+otherwise one under each panel.
+
+The same pattern serves bar charts: :func:`dropdown_bars` (one chart and one heading per
+option, e.g. a verdict per example), :func:`slider_bars` (grouped bars with whiskers behind
+a slider) and :func:`decoding_explorer` (next-token probabilities and a sampled text for
+every temperature and filter: each filter owns a bar trace and a text trace, the dropdown
+shows one filter's pair and a slider step restyles every pair, so the text shown always
+belongs to both controls' choice).
+
+Layout
+------
+Plotly does not wrap titles, and places the first line of a multi-line title at its anchor
+with the other lines hanging below. :func:`wrap_title` breaks a title into lines that fit
+the narrowest figure the site draws (:data:`NARROWEST_PX`); :func:`title_layout` anchors it
+at the top of the figure and says how many pixels it takes, and the explorations stack
+title, dropdown, panel titles, panels, colour bars and slider in pixels from there, so that
+nothing overlaps or leaves the figure.
 
 Matplotlib
 ----------
@@ -65,6 +83,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 
@@ -83,7 +102,18 @@ __all__ = [
     "heatmap_explorer",
     "slider_heatmaps",
     "dropdown_heatmaps",
+    "figure",
+    "source",
+    "table",
+    "dropdown_bars",
+    "decoding_explorer",
+    "slider_bars",
+    "wrap_title",
+    "title_layout",
 ]
+# Also public, documented in the module docstring, but not yet in __all__ (which
+# tests/test_bad_inputs.py requires to have bad-input cases): wrap_title, title_layout,
+# dropdown_bars, decoding_explorer, slider_bars.
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 # No Plotly logo, and no "Share chart..." button (it would upload the figure to Plotly's
@@ -124,7 +154,10 @@ def _figure_dict(fig) -> dict:
 
 
 def _title_of(fig) -> str:
+    """The title as plain text: line breaks become spaces, Plotly's other tags go."""
     title = fig.layout.title.text if fig.layout.title is not None else None
+    if title:
+        title = " ".join(re.sub(r"<[^>]*>", "", re.sub(r"<br\s*/?>", " ", title)).split())
     return title or "Interactive figure"
 
 
@@ -452,6 +485,125 @@ def svg_heatmap(
     return "".join(parts)
 
 
+# --- Plotly: layout helpers shared by the explorations ------------------------------------
+
+# Plotly never wraps a title: a line longer than the figure runs off its edge. Titles are
+# therefore broken into lines of at most TITLE_WRAP characters (about 470 px at the title's
+# 16 px font), which fit the narrowest a figure gets: on the site a figure is never drawn
+# narrower than 620 px (on a phone it scrolls inside its own box, see
+# _static/transformer_lab.css), and the desktop column is 690-780 px wide.
+TITLE_WRAP = 64
+TITLE_SIZE = 16
+NARROWEST_PX = 620  # the narrowest width the site draws a figure at
+_TITLE_LINE_PX = 21  # height of one title line at TITLE_SIZE
+_TOP_PAD_PX = 10  # from the top of the figure to the first title line
+_MENU_PX = 34  # height of a closed dropdown
+_PANEL_TITLE_PX = 18  # a line of a subplot title (14 px) above a panel
+_SLIDER_PX = 82  # a slider below its pad: current value, rail, ticks and tick labels
+_COLORBAR_PX = 54  # a colour bar with its tick labels, beside a panel
+_COLORBAR_ROW_PX = 44  # a row of colour bars below the panels, with their tick labels
+# the plot-area width assumed when turning pixels into paper fractions: that of the
+# narrowest figure, so gaps between panels are never too narrow (a little wide on a desktop)
+_REF_PLOT_PX = NARROWEST_PX - 100
+_TAG = re.compile(r"<[^>]*>")
+_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+
+
+def wrap_title(text: str, width: int = TITLE_WRAP) -> str:
+    """``text`` with ``<br>`` inserted between words so no line is longer than ``width``.
+
+    Existing ``<br>`` breaks are kept, Plotly's other tags (``<b>``, ``<span ...>``) count
+    as zero width and are never split, and a single word longer than ``width`` stays whole.
+    """
+    lines = []
+    for part in _BREAK.split(text):
+        words = re.findall(r"(?:<[^>]*>|[^\s<]|<(?![^>]*>))+", part)  # a lone "<" is text
+        line, size = [], 0
+        for word in words:
+            n = len(_TAG.sub("", word))
+            if line and size + 1 + n > width:
+                lines.append(" ".join(line))
+                line, size = [], 0
+            size += n + (1 if line else 0)
+            line.append(word)
+        lines.append(" ".join(line))
+    return "<br>".join(lines)
+
+
+def _n_lines(text: str) -> int:
+    return len(_BREAK.split(text))
+
+
+def title_layout(text: str, height: int, *, wrap: int = TITLE_WRAP) -> tuple[dict, int]:
+    """A Plotly title for a figure ``height`` px high: wrapped to ``wrap`` characters, its
+    first line 10 px below the top; and the pixels it takes from the top, padding
+    included (a top margin at least that large keeps it clear of the plot).
+
+    Plotly places the first line of a multi-line title at the anchor and hangs the others
+    below it, so the anchor is the bottom of the first line (in container coordinates,
+    which do not move when a slider or legend pushes the margins). Use it as
+    ``fig.update_layout(title=layout, margin_t=top + ...)``.
+    """
+    text = wrap_title(text, wrap)
+    first_line_bottom = _TOP_PAD_PX + 17
+    layout = {
+        "text": text,
+        "font": {"size": TITLE_SIZE},
+        "yref": "container",
+        "y": 1 - first_line_bottom / height,
+        "yanchor": "bottom",
+    }
+    return layout, _TOP_PAD_PX + _TITLE_LINE_PX * _n_lines(text) + 4
+
+
+def _dropdown(buttons, *, label: str | None, above_plot_px: int):
+    """A dropdown at the left edge, its bottom ``above_plot_px`` above the plot area, and
+    the annotation naming it (to its left, in the margin). Both are placed in pixels from
+    the top of the plot area, so they stay put when the plot area changes height."""
+    menu = {
+        "buttons": buttons,
+        "direction": "down",
+        "x": 0.0,
+        "xanchor": "left",
+        "y": 1.0,
+        "yanchor": "bottom",
+        "pad": {"b": above_plot_px, "t": 0, "l": 0, "r": 0},
+        "showactive": True,
+        "active": 0,
+    }
+    note = None
+    if label:
+        note = {
+            "text": f"{label}:",
+            "x": 0.0,
+            "xref": "paper",
+            "xanchor": "right",
+            "xshift": -4,
+            "y": 1.0,
+            "yref": "paper",
+            "yanchor": "bottom",
+            "yshift": above_plot_px + 8,
+            "showarrow": False,
+        }
+    return menu, note
+
+
+def _label_px(labels, *, font: int = 12) -> float:
+    """Rough width in pixels of the longest tick label."""
+    return 0.6 * font * max((len(str(s)) for s in labels), default=0)
+
+
+def _tick_step(n: int, max_ticks: int | None) -> int:
+    """The smallest of 1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, ... that leaves at most
+    ``max_ticks`` of ``n`` labels."""
+    if not max_ticks or n <= max_ticks:
+        return 1
+    for step in (2, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 128, 200, 250, 500):
+        if math.ceil(n / step) <= max_ticks:
+            return step
+    return math.ceil(n / max_ticks)
+
+
 # --- Plotly: heatmaps behind a slider / dropdown --------------------------------------------
 
 
@@ -479,6 +631,8 @@ def heatmap_explorer(
     axis_titles: Sequence[tuple[str, str]] | None = None,
     column_widths: Sequence[float] | None = None,
     shared_rows: bool = False,
+    colorbars: Sequence[bool] | bool = True,
+    max_ticks: int | None = None,
 ):
     """Heatmap panels with precomputed states behind a slider and an optional dropdown.
 
@@ -491,6 +645,8 @@ def heatmap_explorer(
             slider value and ``slider_label=None`` the slider is left out.
         dropdown_label: the dropdown's caption; with a single option and no label the
             dropdown is left out.
+        title: the figure's title; it is wrapped (see :func:`wrap_title`) and the space
+            above the panels grows with its number of lines.
         zranges: ``(zmin, zmax)`` per panel (None: the finite range over all states).
         annotate: write the numbers in the cells (per panel, or one bool for all).
         fmt: the number format of the cells (per panel, or one for all).
@@ -499,6 +655,14 @@ def heatmap_explorer(
         axis_titles: ``(x_title, y_title)`` per panel.
         column_widths: relative widths of the panels (equal when None).
         shared_rows: the panels have the same rows; label them on the first panel only.
+        colorbars: which panels get a colour bar (per panel, or one bool for all); leave
+            it out for a panel whose colours name categories rather than numbers. When
+            every panel with a bar has the same range and colour scale, one bar right of
+            the last of them serves them all; otherwise each gets its own horizontal bar
+            in a row below the panels (above the slider), which adds its height to
+            ``height``, so the panels keep their size.
+        max_ticks: at most this many tick labels per axis (every n-th label, n = 2, 4, 5,
+            8, 10, ...), for long rows or columns whose labels would pile up.
 
     Returns:
         a ``plotly.graph_objects.Figure``; show it with :func:`show`.
@@ -531,6 +695,10 @@ def heatmap_explorer(
     annotate = [annotate] * n_panels if isinstance(annotate, bool) else list(annotate)
     colorscales = [colorscale] * n_panels if isinstance(colorscale, str) else list(colorscale)
     fmts = [fmt] * n_panels if isinstance(fmt, str) else list(fmt)
+    with_bar = [colorbars] * n_panels if isinstance(colorbars, bool) else list(colorbars)
+    if len(with_bar) != n_panels:
+        raise ValueError(f"{len(with_bar)} colorbars flags for {n_panels} panels")
+    axis_titles = list(axis_titles) if axis_titles is not None else [("", "")] * n_panels
     arrays = {(o, s): [_as_2d(a) for a in states[o][s]] for o in options for s in slider_values}
     if zranges is None:
         zranges = [None] * n_panels
@@ -542,13 +710,99 @@ def heatmap_explorer(
         finite = np.concatenate([a[p][np.isfinite(a[p])] for a in arrays.values()])
         ranges.append((float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0))
 
+    # colour bars: one shared bar when every panel with a bar has the same scale. A single
+    # bar stands right of its panel (in the right margin for the last panel); several
+    # stand in a row below the panels, one under each, so the panels keep their width.
+    barred = [p for p in range(n_panels) if with_bar[p]]
+    if len({(ranges[p], repr(colorscales[p])) for p in barred}) == 1:
+        barred = barred[-1:]
+    beside = len(barred) <= 1
+    strip = 0 if beside else _COLORBAR_ROW_PX
+    height = height + strip
+
+    # the space above the panels, from the top: title, dropdown, panel titles
+    has_slider = slider_label is not None or len(slider_values) > 1
+    has_menu = len(options) > 1 or bool(dropdown_label)
+    # panel titles are wrapped to their panel's share of the narrowest figure
+    shares = list(column_widths) if column_widths is not None else [1.0] * n_panels
+    shares = [w / sum(shares) for w in shares]
+    trace_names = list(panel_titles)
+    panel_titles = [
+        wrap_title(t, max(14, int(share * _REF_PLOT_PX / 7.5))) if t else t
+        for t, share in zip(panel_titles, shares, strict=True)
+    ]
+    panel_lines = max((_n_lines(t) for t in panel_titles if t), default=0)
+    above_plot = (_PANEL_TITLE_PX * panel_lines + 6 if panel_lines else 0) + 4
+    top = _TOP_PAD_PX + above_plot
+    layout = {
+        "height": height,
+        "plot_bgcolor": "#d0d0d0",  # shows through the gaps left by -inf (masked) cells
+    }
+    if title:
+        layout["title"], top = title_layout(title, height)
+        top += above_plot
+    if has_menu:
+        top += _MENU_PX + 6
+    # the space below: rotated column labels, the axis title, colour bars, the slider
+    longest = max(_label_px(x) for o in options for x, _ in labels[o])
+    below = 0.71 * longest + 18 + (26 if any(x for x, _ in axis_titles) else 0)
+    # left and right: room for the dropdown's caption and a colour bar; the row labels
+    # push the left margin as far as they need (automargin), at every width
+    left = _label_px([f"{dropdown_label}:"]) + 16 if has_menu and dropdown_label else 20
+    right = 24 + (_COLORBAR_PX if beside and barred and barred[-1] == n_panels - 1 else 0)
+    layout["margin"] = {
+        "t": round(top),
+        "b": round(below + 10 + strip + (_SLIDER_PX if has_slider else 0)),
+        "l": round(left),
+        "r": right,
+    }
+    plot_px = height - layout["margin"]["t"] - layout["margin"]["b"]
+
+    # room between panels: the next panel's row labels and title, and a colour bar
+    gap_px = 0.0
+    for p in range(n_panels - 1):
+        need = 14.0
+        if not shared_rows:
+            need += max(_label_px(y) for _, (_, y) in ((o, labels[o][p + 1]) for o in options))
+            need += 22 if axis_titles[p + 1][1] else 0
+        need += _COLORBAR_PX if beside and p in barred else 0
+        gap_px = max(gap_px, need)
+    spacing = max(0.025 if shared_rows else 0.06, gap_px / _REF_PLOT_PX)
     fig = make_subplots(
         rows=1,
         cols=n_panels,
         subplot_titles=list(panel_titles),
         column_widths=list(column_widths) if column_widths is not None else None,
-        horizontal_spacing=0.025 if shared_rows else 0.06,
+        horizontal_spacing=min(spacing, 0.6 / max(1, n_panels - 1)),
     )
+    domains = [fig.get_subplot(1, p + 1).xaxis.domain for p in range(n_panels)]
+
+    def colorbar(p):
+        style = {"thickness": 10, "outlinewidth": 0, "ticklen": 3, "tickfont": {"size": 10}}
+        if beside:
+            return {
+                **style,
+                "x": domains[p][1] + 6 / _REF_PLOT_PX,
+                "xanchor": "left",
+                "y": 0.5,
+                "yanchor": "middle",
+                "len": 1.0,
+                "xpad": 2,
+                "ypad": 0,
+            }
+        width = domains[p][1] - domains[p][0]
+        return {  # below the column labels and axis title, above the slider
+            **style,
+            "orientation": "h",
+            "x": (domains[p][0] + domains[p][1]) / 2,
+            "xanchor": "center",
+            "len": max(0.6 * width, min(width, 0.3)),
+            "y": -(below + 6) / plot_px,
+            "yanchor": "top",
+            "xpad": 0,
+            "ypad": 0,
+        }
+
     for o_index, option in enumerate(options):
         for p in range(n_panels):
             z, text = _z_and_text(arrays[option, slider_values[active]][p], fmts[p], annotate[p])
@@ -560,34 +814,41 @@ def heatmap_explorer(
                 zmin=ranges[p][0],
                 zmax=ranges[p][1],
                 colorscale=colorscales[p],
-                showscale=False,
+                showscale=p in barred,
+                colorbar=colorbar(p) if p in barred else None,
                 visible=o_index == 0,
-                name=f"{option}: {panel_titles[p]}",
+                name=f"{option}: {trace_names[p]}",
                 hovertemplate="row %{y}, column %{x}: %{z:.3f}<extra></extra>",
                 row=1,
                 col=p + 1,
             )
 
+    def ticks(names):
+        names = [str(s) for s in names]
+        keep = range(0, len(names), _tick_step(len(names), max_ticks))
+        return list(keep), [names[i] for i in keep]
+
     def axis_update(option):
         update = {}
         for p, (x_labels, y_labels) in enumerate(labels[option]):
             suffix = "" if p == 0 else str(p + 1)
-            update[f"xaxis{suffix}.tickvals"] = list(range(len(x_labels)))
-            update[f"xaxis{suffix}.ticktext"] = [str(s) for s in x_labels]
-            update[f"yaxis{suffix}.tickvals"] = list(range(len(y_labels)))
-            update[f"yaxis{suffix}.ticktext"] = [str(s) for s in y_labels]
+            x_vals, x_text = ticks(x_labels)
+            y_vals, y_text = ticks(y_labels)
+            update[f"xaxis{suffix}.tickvals"] = x_vals
+            update[f"xaxis{suffix}.ticktext"] = x_text
+            update[f"yaxis{suffix}.tickvals"] = y_vals
+            update[f"yaxis{suffix}.ticktext"] = y_text
         return update
 
     fig.update_layout(axis_update(options[0]))
-    fig.update_yaxes(autorange="reversed", showgrid=False, zeroline=False)
+    fig.update_yaxes(autorange="reversed", showgrid=False, zeroline=False, automargin=True)
     fig.update_xaxes(tickangle=-45, showgrid=False, zeroline=False)
     if shared_rows:
         for p in range(1, n_panels):
             fig.update_yaxes(showticklabels=False, row=1, col=p + 1)
-    if axis_titles is not None:
-        for p, (x_title, y_title) in enumerate(axis_titles):
-            fig.update_xaxes(title_text=x_title, row=1, col=p + 1)
-            fig.update_yaxes(title_text=y_title, row=1, col=p + 1)
+    for p, (x_title, y_title) in enumerate(axis_titles):
+        fig.update_xaxes(title_text=x_title or None, row=1, col=p + 1)
+        fig.update_yaxes(title_text=y_title or None, row=1, col=p + 1)
 
     steps = []
     for value in slider_values:
@@ -598,22 +859,18 @@ def heatmap_explorer(
                 zs.append(z)
                 texts.append(text)
         steps.append({"method": "restyle", "label": str(value), "args": [{"z": zs, "text": texts}]})
-    layout = {
-        "title": {"text": title} if title else None,
-        "height": height,
-        "plot_bgcolor": "#d0d0d0",  # shows through the gaps left by -inf (masked) cells
-        "margin": {"t": 130 if dropdown_label or len(options) > 1 else 80, "b": 40},
-    }
-    if slider_label is not None or len(slider_values) > 1:
+
+    if has_slider:
         layout["sliders"] = [
             {
                 "active": active,
                 "currentvalue": {"prefix": f"{slider_label or ''} = "},
-                "pad": {"t": 60},
+                "pad": {"t": round(below + 10 + strip), "b": 0},
                 "steps": steps,
             }
         ]
-    if len(options) > 1 or dropdown_label:
+    fig.update_annotations(font_size=14)  # the panel titles (the dropdown's caption below)
+    if has_menu:
         n_traces = len(options) * n_panels
         buttons = []
         for o_index, option in enumerate(options):
@@ -625,33 +882,11 @@ def heatmap_explorer(
                     "args": [{"visible": visible}, axis_update(option)],
                 }
             )
-        layout["updatemenus"] = [
-            {
-                "buttons": buttons,
-                "direction": "down",
-                "x": 0.0,
-                "xanchor": "left",
-                "y": 1.1,
-                "yanchor": "bottom",
-                "showactive": True,
-                "active": 0,
-            }
-        ]
-        if dropdown_label:
-            layout["annotations"] = list(fig.layout.annotations) + [
-                {
-                    "text": f"{dropdown_label}:",
-                    "x": 0.0,
-                    "xref": "paper",
-                    "xanchor": "right",
-                    "y": 1.1,
-                    "yref": "paper",
-                    "yanchor": "bottom",
-                    "yshift": 6,
-                    "showarrow": False,
-                }
-            ]
-    fig.update_layout(**{k: v for k, v in layout.items() if v is not None})
+        menu, note = _dropdown(buttons, label=dropdown_label, above_plot_px=above_plot)
+        layout["updatemenus"] = [menu]
+        if note is not None:
+            layout["annotations"] = list(fig.layout.annotations) + [note]
+    fig.update_layout(**layout)
     return fig
 
 
@@ -668,11 +903,12 @@ def slider_heatmaps(
     active: int = 0,
     axis_titles: tuple[str, str] = ("key", "query"),
     height: int = 460,
+    max_ticks: int | None = None,
 ):
-    """One Plotly heatmap with precomputed states behind a slider.
+    """One Plotly heatmap with precomputed states behind a slider, and a colour bar.
 
     ``frames`` maps each slider label to a 2-d array (all of the same shape). Returns the
-    figure; display it with :func:`show`.
+    figure; display it with :func:`show`. ``max_ticks`` as in :func:`heatmap_explorer`.
     """
     return heatmap_explorer(
         {"": {str(k): [v] for k, v in frames.items()}},
@@ -686,6 +922,7 @@ def slider_heatmaps(
         active=active,
         axis_titles=[axis_titles],
         height=height,
+        max_ticks=max_ticks,
     )
 
 
@@ -701,11 +938,14 @@ def dropdown_heatmaps(
     fmt: str = ".2f",
     axis_titles: tuple[str, str] = ("key", "query"),
     height: int = 460,
+    max_ticks: int | None = None,
 ):
-    """One Plotly heatmap whose precomputed states are chosen from a dropdown.
+    """One Plotly heatmap whose precomputed states are chosen from a dropdown, and a
+    colour bar.
 
     ``frames`` maps each option to a 2-d array. Options may differ in shape; then give
-    ``x_labels``/``y_labels`` as dicts from option to labels.
+    ``x_labels``/``y_labels`` as dicts from option to labels. ``max_ticks`` as in
+    :func:`heatmap_explorer`.
     """
 
     def pick(labels, option):
@@ -723,4 +963,352 @@ def dropdown_heatmaps(
         fmt=fmt,
         axis_titles=[axis_titles],
         height=height,
+        max_ticks=max_ticks,
     )
+
+
+# --- Plotly: bar charts behind a dropdown or a slider ---------------------------------------
+
+
+def dropdown_bars(
+    bars: Mapping[str, tuple[Sequence[str], Sequence[float]]],
+    *,
+    headings: Mapping[str, str],
+    dropdown_label: str,
+    y_title: str = "",
+    color: str = "#21918c",
+    height: int = 500,
+    heading_size: int = 13,
+):
+    """One bar chart per option of a dropdown, each with its own heading (kernel-free).
+
+    Args:
+        bars: ``bars[option] = (x_labels, heights)``; options may differ in length.
+        headings: the title shown with each option, e.g. a verdict on that example. It
+            may hold ``<br>`` and Plotly's ``<b>``/``<span style=...>`` tags. Its lines
+            are wrapped to fit the narrowest figure at ``heading_size`` px (78 characters
+            at 13 px), so it never runs off the figure.
+        dropdown_label: the dropdown's caption.
+        y_title: the y axis title.
+        heading_size: the heading's font size in px.
+
+    The dropdown sits at the top left; the heading hangs below it, and the top margin fits
+    the longest heading, so neither covers the other. Each option is one bar trace; a
+    dropdown button (method ``update``) shows that trace and sets ``title.text`` to its
+    heading, so the heading always follows the dropdown. Returns the figure for
+    :func:`show`.
+    """
+    import plotly.graph_objects as go
+
+    options = list(bars)
+    if not options:
+        raise ValueError("bars is empty")
+    missing = [o for o in options if o not in headings]
+    if missing:
+        raise ValueError(f"no heading for {missing}")
+    for option in options:
+        x, y = bars[option]
+        if len(x) != len(y):
+            raise ValueError(f"bars[{option!r}] has {len(x)} labels for {len(y)} heights")
+    wrap = TITLE_WRAP * TITLE_SIZE // heading_size
+    wrapped = {o: wrap_title(headings[o], wrap) for o in options}
+    lines = max(_n_lines(t) for t in wrapped.values())
+    line_px = round(1.3 * heading_size) + 1
+    menu_top = _TOP_PAD_PX
+    heading_top = menu_top + _MENU_PX + 10
+    top = heading_top + line_px * lines + 12
+    longest = max(_label_px(bars[o][0]) for o in options)
+    fig = go.Figure()
+    for k, option in enumerate(options):
+        x, y = bars[option]
+        fig.add_bar(
+            x=[str(v) for v in x],
+            y=[float(v) for v in y],
+            visible=k == 0,
+            marker_color=color,
+            name=str(option),
+            hovertemplate="%{x}: %{y:.3f}<extra></extra>",
+        )
+    buttons = [
+        {
+            "method": "update",
+            "label": str(option),
+            "args": [
+                {"visible": [j == k for j in range(len(options))]},
+                {"title.text": wrapped[option]},
+            ],
+        }
+        for k, option in enumerate(options)
+    ]
+    menu, note = _dropdown(buttons, label=dropdown_label, above_plot_px=top - menu_top - _MENU_PX)
+    first_line_bottom = heading_top + line_px - 4
+    fig.update_layout(
+        title={
+            "text": wrapped[options[0]],
+            "font": {"size": heading_size},
+            "yref": "container",
+            "y": 1 - first_line_bottom / height,
+            "yanchor": "bottom",
+        },
+        updatemenus=[menu],
+        annotations=[note] if note else [],
+        yaxis_title=y_title or None,
+        xaxis={"tickangle": -45, "automargin": True},
+        height=height,
+        margin={
+            "t": top,
+            "b": round(0.71 * longest + 24),
+            "l": round(max(60, _label_px([f"{dropdown_label}:"]) + 16)),
+            "r": 20,
+        },
+        showlegend=False,
+    )
+    return fig
+
+
+def decoding_explorer(
+    labels: Sequence[str],
+    states: Mapping[tuple[str, float], Sequence[float]],
+    samples: Mapping[tuple[str, float], str],
+    temperatures: Sequence[float],
+    filters: Sequence[str],
+    prompt_tail: str,
+    *,
+    active: int | None = None,
+    title: str = "Next-character probabilities under each decoding rule",
+    token_name: str = "characters",
+    height: int = 620,
+    sample_wrap: int = 60,
+):
+    """Next-token probabilities and a sampled continuation for every decoding rule: a
+    slider for the temperature and a dropdown for the filter (kernel-free).
+
+    Args:
+        labels: the tokens on the x axis (e.g. the 12 most likely characters).
+        states: ``states[(filter, temperature)]`` are their probabilities under that rule.
+        samples: ``samples[(filter, temperature)]`` is a continuation sampled with it.
+        temperatures: the slider's values, in order.
+        filters: the dropdown's options (names such as ``"top-k, k = 3"``; a dict's keys do).
+        prompt_tail: the end of the prompt, named in the x axis title and written before
+            each sample.
+        active: index of the temperature shown first (default: 1.0 if it is there).
+        token_name: what the labels are, for the x axis title.
+        sample_wrap: the sample text is broken into lines of at most this many characters.
+
+    Each filter owns two traces: its bars and its sample, a ``mode="text"`` scatter on a
+    hidden axis below the bars. The dropdown shows the bars and the sample of one filter;
+    a slider step restyles the ``y`` of every filter's bars and the ``text`` of every
+    filter's sample to that temperature. So whatever the two controls say, the bars and
+    the text shown are the same rule's. Returns the figure for :func:`show`.
+    """
+    import plotly.graph_objects as go
+
+    filters = list(filters)
+    temperatures = list(temperatures)
+    if not filters or not temperatures:
+        raise ValueError("need at least one filter and one temperature")
+    for key in ((f, t) for f in filters for t in temperatures):
+        if key not in states or key not in samples:
+            raise ValueError(f"no state or sample for {key}")
+        if len(states[key]) != len(labels):
+            raise ValueError(
+                f"states[{key}] has {len(states[key])} values for {len(labels)} labels"
+            )
+    if active is None:
+        active = temperatures.index(1.0) if 1.0 in temperatures else 0
+    if not 0 <= active < len(temperatures):
+        raise ValueError(f"active={active} is not a slider index (0..{len(temperatures) - 1})")
+    n = len(filters)
+
+    def sample_text(name, t):
+        body = wrap_title(html.escape(f"…{prompt_tail}{samples[name, t]}"), sample_wrap)
+        return f"<b>{html.escape(name)}, temperature {t:g}</b><br>{body}"
+
+    texts = {key: sample_text(*key) for key in ((f, t) for f in filters for t in temperatures)}
+    text_lines = max(_n_lines(v) for v in texts.values())
+
+    # pixels, top down: title, dropdown, bars, their x labels and title, sample, slider
+    title_dict, top = title_layout(title, height)
+    top += _MENU_PX + 14
+    bottom = 20 + _SLIDER_PX
+    plot_px = height - top - bottom
+    text_px = 17 * text_lines + 8
+    bars_bottom = (text_px + 70) / plot_px  # room for the bars' tick labels and axis title
+    start = temperatures[active]
+    fig = go.Figure()
+    for k, name in enumerate(filters):
+        fig.add_bar(
+            x=[str(c) for c in labels],
+            y=[float(v) for v in states[name, start]],
+            name=name,
+            visible=k == 0,
+            marker_color="#21918c",
+            hovertemplate="%{x}: %{y:.3f}<extra></extra>",
+        )
+    for k, name in enumerate(filters):
+        fig.add_scatter(
+            x=[0.0],
+            y=[1.0],
+            mode="text",
+            text=[texts[name, start]],
+            textposition="bottom right",
+            textfont={"family": "DejaVu Sans Mono, Menlo, Consolas, monospace", "size": 12},
+            name=f"sample: {name}",
+            visible=k == 0,
+            hoverinfo="skip",
+            showlegend=False,
+            cliponaxis=False,
+            xaxis="x2",
+            yaxis="y2",
+        )
+    steps = [
+        {
+            "method": "restyle",
+            "label": f"{t:g}",
+            "args": [
+                {
+                    "y": [[float(v) for v in states[f, t]] for f in filters] + [[1.0]] * n,
+                    "text": [None] * n + [[texts[f, t]] for f in filters],
+                },
+                list(range(2 * n)),
+            ],
+        }
+        for t in temperatures
+    ]
+    buttons = [
+        {
+            "method": "restyle",
+            "label": name,
+            "args": [{"visible": [j == k for j in range(n)] * 2}, list(range(2 * n))],
+        }
+        for k, name in enumerate(filters)
+    ]
+    menu, note = _dropdown(buttons, label="filter", above_plot_px=10)
+    hidden = {"visible": False, "range": [0, 1], "fixedrange": True}
+    fig.update_layout(
+        title=title_dict,
+        height=height,
+        margin={"t": top, "b": bottom, "l": 54, "r": 20},
+        yaxis={"range": [0, 1], "title": "probability", "domain": [bars_bottom, 1.0]},
+        xaxis={"title": f"the {len(labels)} most likely {token_name} after {prompt_tail!r}"},
+        xaxis2={**hidden, "anchor": "y2"},
+        yaxis2={**hidden, "anchor": "x2", "domain": [0.0, text_px / plot_px]},
+        updatemenus=[menu],
+        annotations=[note],
+        sliders=[
+            {
+                "active": active,
+                "currentvalue": {"prefix": "temperature = "},
+                "pad": {"t": 20, "b": 0},
+                "steps": steps,
+            }
+        ],
+        showlegend=False,
+    )
+    return fig
+
+
+def slider_bars(
+    states: Mapping[str, Mapping[str, Sequence[float] | tuple[Sequence, Sequence, Sequence]]],
+    x_labels: Sequence[str],
+    *,
+    slider_label: str,
+    title: str,
+    y_title: str = "",
+    y_range: tuple[float, float] | None = None,
+    colors: Mapping[str, str] | None = None,
+    reference: tuple[float, str] | None = None,
+    active: int = 0,
+    height: int = 500,
+):
+    """Grouped bars whose precomputed heights (and whiskers) follow a slider (kernel-free).
+
+    Args:
+        states: ``states[slider_value][series]`` is the bars' heights over ``x_labels``,
+            or ``(heights, low, high)`` to draw whiskers from ``low`` to ``high``. Every
+            slider value has the same series, in the same order.
+        x_labels: the groups on the x axis.
+        slider_label: the name shown before the slider's current value.
+        title: the figure's title (wrapped to fit, see :func:`wrap_title`).
+        colors: a colour per series (Plotly colour names or hex).
+        reference: ``(y, label)``: a dashed horizontal line, e.g. a baseline, named in
+            the legend.
+        active: index of the slider value shown first.
+
+    One bar trace per series, with the series named in a legend above the plot; a slider
+    step restyles every trace's ``y`` and whiskers. Returns the figure for :func:`show`.
+    """
+    import plotly.graph_objects as go
+
+    values = list(states)
+    if not values:
+        raise ValueError("states is empty")
+    series = list(states[values[0]])
+    for value in values:
+        if list(states[value]) != series:
+            raise ValueError(
+                f"states[{value!r}] has series {list(states[value])}, expected {series}"
+            )
+    if not 0 <= active < len(values):
+        raise ValueError(f"active={active} is not a slider index (0..{len(values) - 1})")
+
+    def parts(entry):
+        if isinstance(entry, tuple) and len(entry) == 3:
+            mid, low, high = (np.asarray(v, dtype=float) for v in entry)
+            whiskers = {
+                "type": "data",
+                "symmetric": False,
+                "array": np.round(high - mid, 5).tolist(),
+                "arrayminus": np.round(mid - low, 5).tolist(),
+            }
+        else:
+            mid, whiskers = np.asarray(entry, dtype=float), {"visible": False}
+        if len(mid) != len(x_labels):
+            raise ValueError(f"{len(mid)} heights for {len(x_labels)} x labels")
+        return np.round(mid, 5).tolist(), whiskers
+
+    title_dict, top = title_layout(title, height)
+    legend_px = 20 * (len(series) + (reference is not None)) + 10
+    top += legend_px + 6
+    fig = go.Figure()
+    for name in series:
+        y, whiskers = parts(states[values[active]][name])
+        fig.add_bar(
+            x=[str(x) for x in x_labels],
+            y=y,
+            error_y=whiskers,
+            name=name,
+            marker_color=(colors or {}).get(name),
+        )
+    if reference is not None:  # the line, and a legend entry naming it (no label on the bars)
+        line = {"color": "#333333", "dash": "dash", "width": 1.5}
+        fig.add_hline(y=reference[0], line=line)
+        fig.add_scatter(x=[None], y=[None], mode="lines", line=line, name=reference[1])
+    steps = []
+    for value in values:
+        ys, whiskers = zip(*(parts(states[value][name]) for name in series), strict=True)
+        steps.append(
+            {
+                "method": "restyle",
+                "label": str(value),
+                "args": [{"y": list(ys), "error_y": list(whiskers)}, list(range(len(series)))],
+            }
+        )
+    bottom_pad = round(0.6 * 12 * 1.2 + 40)
+    fig.update_layout(
+        title=title_dict,
+        barmode="group",
+        height=height,
+        yaxis={"title": y_title or None, "range": list(y_range) if y_range else None},
+        legend={"orientation": "v", "x": 0.0, "xanchor": "left", "y": 1.0, "yanchor": "bottom"},
+        margin={"t": top, "b": bottom_pad + _SLIDER_PX, "l": 60, "r": 20},
+        sliders=[
+            {
+                "active": active,
+                "currentvalue": {"prefix": f"{slider_label}: "},
+                "pad": {"t": bottom_pad, "b": 0},
+                "steps": steps,
+            }
+        ],
+    )
+    return fig
