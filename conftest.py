@@ -307,6 +307,16 @@ def _write_reader_copy(nb, md_path: Path) -> None:
     reader = copy.deepcopy(nb)
     reader.metadata.pop("source_map", None)
     add_reader_metadata(reader)
+    # under nbval cells run without history, so every prompt would read [1]: number them
+    # in order, as a reader's Run All does
+    count = 0
+    for cell in reader.cells:
+        if cell.cell_type == "code":
+            count += 1
+            cell.execution_count = count
+            for output in cell.outputs:
+                if output.get("output_type") == "execute_result":
+                    output["execution_count"] = count
     out = ROOT / "_build" / "executed" / f"{md_path.stem}.ipynb"
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(reader, out)
