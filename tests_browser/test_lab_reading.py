@@ -148,24 +148,6 @@ def test_chapter_reads_in_jupyterlab(path, reading_lab, browser_context, artifac
         notebook.wait_for()
         n_cells = len(nb.cells)
         notebook.locator(".jp-Cell").nth(n_cells - 1).wait_for()
-        # jupyterlab-myst renders Markdown cells asynchronously: wait until they settle
-        markdown = notebook.locator(".jp-MarkdownCell .jp-RenderedMarkdown, .jp-MarkdownCell .myst")
-        expected = expected_numbers(nb)
-        deadline = time.monotonic() + 60
-        while True:
-            text = "\n".join(markdown.all_inner_texts())
-            flat = re.sub(r"\s+", " ", text)
-            not_shown = [n for n in expected if re.sub(r"\s+", " ", n) not in flat]
-            if not not_shown or time.monotonic() > deadline:
-                break
-            page.wait_for_timeout(1000)
-        page.screenshot(path=str(artifacts / f"lab_read_{path.stem}.png"))
-
-        raw = [m for m in RAW_MARKUP if m in text]
-        assert not raw, f"raw MyST markup on screen in {path.stem}: {raw}"
-        if not_shown:
-            pytest.fail(f"numbers of the prose not shown: {not_shown[:10]}; text: {flat[:300]}")
-
         cells = notebook.locator(".jp-Cell")
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
@@ -184,9 +166,34 @@ def test_chapter_reads_in_jupyterlab(path, reading_lab, browser_context, artifac
                 assert len(lines) >= 3, f"empty listing in cell {index} of {path.stem}"
             if "viz.figure(" in cell.source and "remove-output" not in tags:
                 caption = shown.locator("figure.tl-figure figcaption")
+                shown.scroll_into_view_if_needed()
+                with contextlib.suppress(PlaywrightTimeout):
+                    caption.first.wait_for(timeout=30_000)
                 assert caption.count() >= 1, f"no captioned figure in cell {index} of {path.stem}"
                 assert re.match(r"Figure \d+\.\d+\. \S", caption.first.inner_text().strip())
         opened = notebook.locator("details[open]").count()
         assert opened == 0, f"{opened} answer block(s) shown unfolded in {path.stem}"
+        notebook.locator(".jp-Cell").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts / f"lab_read_{path.stem}.png"))
+
+        # the numbers of the prose, answers included: open every folded answer block
+        page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+        # jupyterlab-myst renders Markdown cells asynchronously: wait until they settle
+        markdown = notebook.locator(".jp-MarkdownCell .jp-RenderedMarkdown, .jp-MarkdownCell .myst")
+        expected = expected_numbers(nb)
+        deadline = time.monotonic() + 60
+        while True:
+            text = "\n".join(markdown.all_inner_texts())
+            flat = re.sub(r"\s+", " ", text)
+            not_shown = [n for n in expected if re.sub(r"\s+", " ", n) not in flat]
+            if not not_shown or time.monotonic() > deadline:
+                break
+            page.wait_for_timeout(1000)
+
+        raw = [m for m in RAW_MARKUP if m in text]
+        assert not raw, f"raw MyST markup on screen in {path.stem}: {raw}"
+        if not_shown:
+            pytest.fail(f"numbers of the prose not shown: {not_shown[:10]}; text: {flat[:300]}")
+
     finally:
         page.close()
