@@ -48,6 +48,8 @@ def test_a_listing_is_the_source_from_the_file():
     markdown = listing._repr_markdown_()
     assert markdown.startswith("```python\ndef causal_mask(")
     assert "transformer_lab/masks.py, causal_mask" in markdown
+    decorated = D.source("transformer_lab.decoding.greedy_decode")  # under @torch.no_grad()
+    assert decorated.where == "transformer_lab/decoding.py, greedy_decode"
     cut = D.source(D.source, start_at="if isinstance(obj, str)", end_before="try:")
     assert cut.code.splitlines()[0].startswith("if isinstance(obj, str)")
     assert "try:" not in cut.code

@@ -31,11 +31,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from browser_support import ROOT, free_port
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 sys.path.insert(0, str(ROOT / "scripts"))
 
-import contextlib
 
 from book_markup import MARKDOWN_KEY, result_text  # noqa: E402
 
@@ -128,6 +126,15 @@ def reading_lab(tmp_path_factory, playwright_api):
         log.close()
 
 
+def wait_count(page, locator, wanted: int, timeout_s: float = 60) -> int:
+    """Poll until ``locator`` matches at least ``wanted`` elements (JupyterLab and
+    jupyterlab-myst render outputs and Markdown asynchronously); return the count."""
+    deadline = time.monotonic() + timeout_s
+    while locator.count() < wanted and time.monotonic() < deadline:
+        page.wait_for_timeout(500)
+    return locator.count()
+
+
 def expected_numbers(nb) -> list[str]:
     return [
         result_text(entry["result"])
@@ -143,37 +150,53 @@ def test_chapter_reads_in_jupyterlab(path, reading_lab, browser_context, artifac
     page = browser_context.new_page()
     page.set_default_timeout(60_000)
     try:
-        page.goto(f"{reading_lab}/lab/tree/book/{path.name}", wait_until="load")
+        # ?reset: a fresh workspace, with no notebook of an earlier test still open
+        page.goto(f"{reading_lab}/lab/tree/book/{path.name}?reset", wait_until="load")
         notebook = page.locator(".jp-NotebookPanel:visible .jp-Notebook").last
         notebook.wait_for()
         n_cells = len(nb.cells)
         notebook.locator(".jp-Cell").nth(n_cells - 1).wait_for()
-        cells = notebook.locator(".jp-Cell")
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            shown = cells.nth(index)
-            tags = cell.metadata.get("tags", [])
-            if {"hide-cell", "remove-cell"} & set(tags):
-                editors = shown.locator(".jp-InputArea-editor:visible").count()
-                assert editors == 0, f"cell {index} ({tags}) is shown unfolded in {path.stem}"
-            if "viz.source(" in cell.source:
-                code = shown.locator(".jp-OutputArea-output pre, .jp-OutputArea-output code")
-                shown.scroll_into_view_if_needed()
-                with contextlib.suppress(PlaywrightTimeout):
-                    code.first.wait_for(timeout=30_000)
-                lines = "\n".join(code.all_inner_texts()).strip().splitlines()
-                assert len(lines) >= 3, f"empty listing in cell {index} of {path.stem}"
-            if "viz.figure(" in cell.source and "remove-output" not in tags:
-                caption = shown.locator("figure.tl-figure figcaption")
-                shown.scroll_into_view_if_needed()
-                with contextlib.suppress(PlaywrightTimeout):
-                    caption.first.wait_for(timeout=30_000)
-                assert caption.count() >= 1, f"no captioned figure in cell {index} of {path.stem}"
-                assert re.match(r"Figure \d+\.\d+\. \S", caption.first.inner_text().strip())
+        code_cells = [c for c in nb.cells if c.cell_type == "code"]
+        folded = sum(
+            bool({"hide-cell", "remove-cell"} & set(c.metadata.get("tags", []))) for c in code_cells
+        )
+        outputs = [
+            str(o.get("data", {}))
+            for c in code_cells
+            if "remove-output" not in c.metadata.get("tags", [])
+            for o in c.outputs
+        ]
+        listings = sum("<small>transformer_lab/" in o for o in outputs)
+        figures = sum(
+            '<figure class=\\"tl-figure\\"' in o or '<figure class="tl-figure"' in o
+            for o in outputs
+        )
+        assert listings >= sum("viz.source(" in c.source for c in code_cells)
+        # JupyterLab shows a folded input as a placeholder bar, not an editor
+        placeholders = notebook.locator(".jp-CodeCell .jp-InputPlaceholder")
+        assert wait_count(page, placeholders, folded) >= folded, (
+            f"{path.stem}: {placeholders.count()} folded inputs for {folded} hidden checks "
+            "and worked answers"
+        )
+        # a listing is a Markdown output: a code block and the file it comes from
+        shown_listings = notebook.locator(
+            ".jp-OutputArea-output:has(small:text-matches('^transformer_lab/'))"
+        )
+        assert wait_count(page, shown_listings, listings) >= listings, (
+            f"{path.stem}: {shown_listings.count()} of {listings} listings rendered"
+        )
+        for i in range(listings):
+            code = shown_listings.nth(i).locator("pre, code")
+            lines = "\n".join(code.all_inner_texts()).strip().splitlines()
+            assert len(lines) >= 3, f"{path.stem}: listing {i} is empty"
+        captions = notebook.locator("figure.tl-figure figcaption")
+        assert wait_count(page, captions, figures) >= figures, (
+            f"{path.stem}: {captions.count()} captioned figures for {figures} viz.figure cells"
+        )
+        for text in captions.all_inner_texts():
+            assert re.match(r"Figure \d+\.\d+\. \S", text.strip()), text[:80]
         opened = notebook.locator("details[open]").count()
         assert opened == 0, f"{opened} answer block(s) shown unfolded in {path.stem}"
-        notebook.locator(".jp-Cell").first.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts / f"lab_read_{path.stem}.png"))
 
         # the numbers of the prose, answers included: open every folded answer block

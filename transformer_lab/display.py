@@ -170,6 +170,7 @@ def source(
     """
     if isinstance(obj, str):
         obj = _resolve(obj)
+    obj = inspect.unwrap(obj)  # a decorated function: the function's own file and lines
     try:
         lines, _ = inspect.getsourcelines(obj)
         file = inspect.getsourcefile(obj)
