@@ -100,3 +100,26 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def wait_for_lab(url: str, process, log_path: Path, timeout_s: float = 180) -> None:
+    """Wait until the JupyterLab started as ``process`` answers on ``url``; fail with the end
+    of its log if it exits or stays silent for ``timeout_s``."""
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if process.poll() is not None:
+            tail = log_path.read_text()[-4000:]
+            pytest.fail(f"JupyterLab exited with {process.returncode}:\n{tail}")
+        try:
+            with urllib.request.urlopen(f"{url}/api/status", timeout=5) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            tail = log_path.read_text()[-4000:]
+            pytest.fail(f"JupyterLab did not answer on {url} within {timeout_s:.0f} s:\n{tail}")
+        time.sleep(1)

@@ -19,11 +19,10 @@ import re
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-from browser_support import ROOT, PageProblems, free_port
+from browser_support import ROOT, PageProblems, free_port, wait_for_lab
 
 CHAPTER = os.environ.get("TRANSFORMER_LAB_LAB_CHAPTER", "book/04_self_attention.md")
 RUN_ALL_TIMEOUT_S = 600  # a chapter takes at most about a minute on a 2-core CPU; margin
@@ -51,6 +50,7 @@ def chapter_files():
     ipynb = md.with_suffix(".ipynb")
     md_bytes = md.read_bytes()
     ipynb_bytes = ipynb.read_bytes() if ipynb.exists() else None
+    times = {path: path.stat() for path in (md, ipynb) if path.exists()}
     try:
         yield md, ipynb, md_bytes
     finally:
@@ -60,6 +60,10 @@ def chapter_files():
             ipynb.unlink(missing_ok=True)
         else:
             ipynb.write_bytes(ipynb_bytes)
+        # the times too: jupytext refuses a pair whose .ipynb is newer than its .md
+        for path, stat in times.items():
+            if path.exists():
+                os.utime(path, (stat.st_atime, stat.st_mtime))
 
 
 @pytest.fixture(scope="module")
@@ -99,19 +103,7 @@ def lab_url(tmp_path_factory, playwright_api):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"make lab exited with {process.returncode}:\n{read(home)}")
-            try:
-                with urllib.request.urlopen(f"{url}/api/status", timeout=5) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not answer on {url} within 180 s:\n{read(home)}")
-            time.sleep(1)
+        wait_for_lab(url, process, home / "lab.log", timeout_s=180)
         yield url
     finally:
         if process.poll() is None:
@@ -122,10 +114,6 @@ def lab_url(tmp_path_factory, playwright_api):
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=30)
         log.close()
-
-
-def read(home: Path) -> str:
-    return (home / "lab.log").read_text()[-4000:]
 
 
 def dir_item(page, name: str):

@@ -25,12 +25,11 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
-from browser_support import ROOT, free_port
+from browser_support import ROOT, free_port, wait_for_lab
 
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -103,19 +102,7 @@ def reading_lab(tmp_path_factory, playwright_api):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"jupyter lab exited: {(home / 'lab.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/api/status", timeout=5) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("JupyterLab did not answer within 120 s")
-            time.sleep(1)
+        wait_for_lab(url, process, home / "lab.log", timeout_s=120)
         yield url
     finally:
         os.killpg(process.pid, signal.SIGTERM)
