@@ -72,9 +72,11 @@ class CaptionerConfig:
 
 
 class ConvEncoder(nn.Module):
-    """Pictures ``[batch, 3, canvas, canvas]`` -> cells ``[batch, (canvas/4)**2, d_model]``:
-    two 3x3 convolutions each followed by ReLU and 2x2 max pooling, a 1x1 convolution to
-    ``d_model``, and a learned position vector ``W_pos`` added to each cell."""
+    """Pictures ``[batch, 3, canvas, canvas]`` -> cells ``[batch, side**2, d_model]``:
+    a ``patch`` x ``patch`` convolution with stride ``patch`` (one output per patch of the
+    picture, ``side = canvas / patch`` per side) and ReLU, then two 1x1 convolutions (to
+    ``2 * channels`` with ReLU, and to ``d_model``), and a learned position vector ``W_pos``
+    added to each cell."""
 
     def __init__(self, cfg: CaptionerConfig):
         super().__init__()

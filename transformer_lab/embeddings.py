@@ -169,12 +169,10 @@ def nearest(
     if isinstance(query, str):
         skip = int(vocab.encode([query])[0])
         query = W_E[skip]
-    if metric == "cosine":
+    if metric == "cosine":  # the metric was checked above
         values, largest = cosine_similarity(W_E, query), True
-    elif metric == "euclidean":
-        values, largest = euclidean_distance(W_E, query), False
     else:
-        raise ValueError(f"metric must be 'cosine' or 'euclidean', got {metric!r}")
+        values, largest = euclidean_distance(W_E, query), False
     if skip is not None:
         values = values.clone()
         values[skip] = -torch.inf if largest else torch.inf

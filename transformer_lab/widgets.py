@@ -268,8 +268,9 @@ class AttentionExplorer:
 
     ``app.widget`` is the ``VBox`` to display (displaying ``app`` itself works too).
     Attributes ``examples, sentence, d_k, temperature, mask`` are the controls,
-    ``heatmap`` the Image widget, ``caption`` the HTML line; ``result`` is the last
-    :func:`explore` dict and ``timings`` the last update's compute and redraw times (ms).
+    ``heatmap`` the HTML widget holding the SVG heatmaps, ``caption`` the HTML line;
+    ``result`` is the last :func:`explore` dict and ``timings`` the last update's compute and
+    redraw times (ms).
     """
 
     def __init__(
