@@ -86,6 +86,8 @@ def sync(md_path: Path) -> str:
         _write_reader_notebook(md_path, ipynb)
         return f"created {ipynb.name}"
     if in_sync(md_path):
+        if ipynb.stat().st_mtime > md_path.stat().st_mtime:
+            _match_times(md_path, ipynb)  # see _write_reader_notebook
         return "in sync"
     if ipynb.stat().st_mtime > md_path.stat().st_mtime:
         # the notebook was edited more recently: carry its cells back into the chapter
@@ -103,6 +105,10 @@ def _write_reader_notebook(md_path: Path, ipynb: Path) -> None:
     # the notebook carries the .md's time: jupytext refuses to open a pair whose .ipynb is
     # newer than its text file and differs from it (here: the folded state, which the .md
     # leaves out), taking it for a notebook edited behind its back
+    _match_times(md_path, ipynb)
+
+
+def _match_times(md_path: Path, ipynb: Path) -> None:
     md_time = md_path.stat().st_mtime
     os.utime(ipynb, (md_time, md_time))
 

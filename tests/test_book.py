@@ -125,6 +125,26 @@ def test_in_sync_detects_a_stale_pair(tmp_path):
     assert not in_sync(md)
 
 
+def test_a_synced_notebook_is_no_newer_than_its_md(tmp_path):
+    """jupytext refuses to open a pair whose .ipynb is newer than its .md and differs from it
+    (the folded state lives in the .ipynb only): the sync gives the notebook the .md's time."""
+    import os
+
+    import sync_notebooks
+
+    md = tmp_path / "01_example.md"
+    md.write_text(
+        HEADER + "\n# Example\n\n```{code-cell} ipython3\n:tags: [hide-cell]\n\nx = 1\n```\n"
+    )
+    ipynb = md.with_suffix(".ipynb")
+    assert sync_notebooks.sync(md).startswith("created")
+    assert ipynb.stat().st_mtime == md.stat().st_mtime
+    later = md.stat().st_mtime + 60
+    os.utime(ipynb, (later, later))  # e.g. a copy put back by a tool
+    assert sync_notebooks.sync(md) == "in sync"
+    assert ipynb.stat().st_mtime == md.stat().st_mtime
+
+
 def bib_entries() -> list[tuple[str, str, str]]:
     """``(type, key, body)`` of every entry in references.bib."""
     text = (BOOK / "references.bib").read_text()

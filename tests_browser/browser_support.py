@@ -123,3 +123,29 @@ def wait_for_lab(url: str, process, log_path: Path, timeout_s: float = 180) -> N
             tail = log_path.read_text()[-4000:]
             pytest.fail(f"JupyterLab did not answer on {url} within {timeout_s:.0f} s:\n{tail}")
         time.sleep(1)
+
+
+def lab_env(home: Path) -> dict[str, str]:
+    """The environment of a test's own JupyterLab: settings, workspaces and runtime files
+    under ``home``, so the reader's are not touched."""
+    return {
+        **os.environ,
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+    }
+
+
+def lab_args(port: int) -> list[str]:
+    """Command-line settings of a test's JupyterLab: 127.0.0.1 at ``port``, no token, no
+    browser, no news or update checks."""
+    return [
+        "--no-browser",
+        f"--port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        "--ServerApp.port_retries=0",
+        "--IdentityProvider.token=",
+        "--ServerApp.password=",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]

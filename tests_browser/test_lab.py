@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser_support import ROOT, PageProblems, free_port, wait_for_lab
+from browser_support import ROOT, PageProblems, free_port, lab_args, lab_env, wait_for_lab
 
 CHAPTER = os.environ.get("TRANSFORMER_LAB_LAB_CHAPTER", "book/04_self_attention.md")
 RUN_ALL_TIMEOUT_S = 600  # a chapter takes at most about a minute on a 2-core CPU; margin
@@ -71,30 +71,12 @@ def lab_url(tmp_path_factory, playwright_api):
     """JupyterLab started by ``make lab`` on 127.0.0.1, no token, stopped afterwards."""
     port = free_port()
     home = tmp_path_factory.mktemp("jupyter")
-    settings = home / "settings"
-    lab_settings(settings)
-    env = {
-        **os.environ,
-        "JUPYTERLAB_SETTINGS_DIR": str(settings),
-        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-    }
-    lab_args = " ".join(
-        [
-            "--no-browser",
-            f"--port={port}",
-            "--ServerApp.ip=127.0.0.1",
-            "--ServerApp.port_retries=0",
-            "--IdentityProvider.token=",
-            "--ServerApp.password=",
-            "--ServerApp.disable_check_xsrf=False",
-            "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        ]
-    )
+    lab_settings(home / "settings")
+    env = lab_env(home)
+    args = " ".join([*lab_args(port), "--ServerApp.disable_check_xsrf=False"])
     log = open(home / "lab.log", "w")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
-        ["make", "--no-print-directory", "lab", f"LAB_ARGS={lab_args}"],
+        ["make", "--no-print-directory", "lab", f"LAB_ARGS={args}"],
         cwd=ROOT,
         env=env,
         stdout=log,

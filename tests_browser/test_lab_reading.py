@@ -29,7 +29,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser_support import ROOT, free_port, wait_for_lab
+from browser_support import ROOT, free_port, lab_args, lab_env, wait_for_lab
 
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -63,13 +63,8 @@ def reading_lab(tmp_path_factory, playwright_api):
     settings.mkdir(parents=True)
     # render every cell, not only those scrolled into view
     (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    env = {
-        **os.environ,
-        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-        "JUPYTER_DATA_DIR": str(home / "data"),
-    }
+    # its own data folder too: the trust database of the executed copies below
+    env = {**lab_env(home), "JUPYTER_DATA_DIR": str(home / "data")}
     jupyter = str(Path(sys.executable).parent / "jupyter")
     # the executed copies are the book's own: trusted, so their HTML outputs render fully
     subprocess.run(
@@ -81,20 +76,7 @@ def reading_lab(tmp_path_factory, playwright_api):
     port = free_port()
     log = open(home / "lab.log", "w")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
-        [
-            jupyter,
-            "lab",
-            "--no-browser",
-            f"--port={port}",
-            "--ServerApp.ip=127.0.0.1",
-            "--ServerApp.port_retries=0",
-            "--IdentityProvider.token=",
-            "--ServerApp.password=",
-            f"--ServerApp.root_dir={home / 'root'}",
-            "--allow-root",
-            "--LabApp.news_url=None",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        ],
+        [jupyter, "lab", *lab_args(port), f"--ServerApp.root_dir={home / 'root'}", "--allow-root"],
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
