@@ -62,9 +62,9 @@ from torch import nn
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from transformer_lab.attention import scaled_dot_product_attention  # noqa: E402
-from transformer_lab.layers import MultiHeadAttention  # noqa: E402
-from transformer_lab.masks import causal_mask  # noqa: E402
+from transformer_lab.nn.attention import scaled_dot_product_attention  # noqa: E402
+from transformer_lab.nn.masks import causal_mask  # noqa: E402
+from transformer_lab.nn.multi_head import MultiHeadAttention  # noqa: E402
 
 BATCH, N_HEADS, D_HEAD = 1, 8, 64
 D_MODEL = N_HEADS * D_HEAD

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/bench_data_parallel.py [--procs 2] [--repeats 3] [--steps 60]
 
-Each repeat runs ``python -m transformer_lab.train_gpt`` once on one process and once on
+Each repeat runs ``python -m transformer_lab.training.train_gpt`` once on one process and once on
 ``--procs`` processes (alternating, so that a change in the machine's load hits both), with
 the same preset, global batch and seed, one thread per process. Prints the medians over
 repeats of: wall milliseconds per step (median over the steps after the fifth), tokens per
@@ -23,15 +23,15 @@ from pathlib import Path
 
 import torch
 
-from transformer_lab.checkpoint import load_checkpoint
+from transformer_lab.training.checkpoint import load_checkpoint
 
 
 def launch(n_procs: int, out: Path, args) -> dict:
     if n_procs == 1:
-        cmd = [sys.executable, "-m", "transformer_lab.train_gpt"]
+        cmd = [sys.executable, "-m", "transformer_lab.training.train_gpt"]
     else:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-        cmd += [f"--nproc_per_node={n_procs}", "-m", "transformer_lab.train_gpt"]
+        cmd += [f"--nproc_per_node={n_procs}", "-m", "transformer_lab.training.train_gpt"]
     cmd += ["--preset", args.preset, "--steps", str(args.steps), "--batch-size",
             str(args.batch_size), "--device", "cpu", "--threads", "1", "--eval-tokens", "2000",
             "--sample", "0", "--no-progress", "--out", str(out)]  # fmt: skip

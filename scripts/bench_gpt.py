@@ -1,6 +1,6 @@
 """Training benchmark for the book's GPT on the held-out Shakespeare plays.
 
-Trains a named preset (``transformer_lab.models.gpt.PRESETS``) for its fixed number of
+Trains a named preset (``transformer_lab.training.gpt.PRESETS``) for its fixed number of
 steps, evaluates the held-out loss (nats per character, every held-out character) every
 ``--eval-every`` steps, and reports tokens per second and the training time at which the
 held-out loss first reached the target (evaluation time is not counted as training)::
@@ -34,15 +34,9 @@ from torch import nn
 
 import transformer_lab
 from transformer_lab.data import shakespeare
-from transformer_lab.models.gpt import (
-    GPT,
-    PRESETS,
-    evaluate_lm,
-    lm_loss,
-    lr_factor,
-    make_optimizer,
-    preset,
-)
+from transformer_lab.models.gpt import GPT
+from transformer_lab.training.gpt import PRESETS, evaluate_lm, lr_factor, make_optimizer, preset
+from transformer_lab.training.losses import lm_loss
 
 # nanoGPT's README CPU run (4 layers, 4 heads, 128 wide, context 64, batch 12, 2000 steps)
 # took about this many seconds on the book's idle 2-core reference CPU.

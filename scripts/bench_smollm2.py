@@ -2,11 +2,11 @@
 
 Measures, on this machine:
 
-- loading: ``transformer_lab.pretrained.smollm2()`` in a fresh Python process, its wall
+- loading: ``transformer_lab.pretrained.minilm.smollm2()`` in a fresh Python process, its wall
   time and the process's peak resident memory (``ru_maxrss``); the same for transformers'
   ``LlamaForCausalLM.from_pretrained(..., gguf_file=...)`` for reference;
 - generation: greedy decoding of ``--new-tokens`` tokens after the same chat prompt, with
-  the key/value cache, ours (``transformer_lab.generate.generate``) and transformers'
+  the key/value cache, ours (``transformer_lab.generation.sampling.generate``) and transformers'
   ``generate``, with the same weights and thread count, interleaved, median of
   ``--repeats``; both must produce the same tokens.
 
@@ -28,7 +28,7 @@ import json, resource, time
 t0 = time.perf_counter()
 import torch
 torch.set_num_threads({threads})
-from transformer_lab.pretrained import smollm2
+from transformer_lab.pretrained.minilm import smollm2
 t1 = time.perf_counter()
 model, tok = smollm2()
 t2 = time.perf_counter()
@@ -41,7 +41,7 @@ import json, resource, time
 import torch
 torch.set_num_threads({threads})
 import transformers
-from transformer_lab.gguf_loader import smollm2_path
+from transformer_lab.pretrained.smollm2 import smollm2_path
 path = smollm2_path()
 t1 = time.perf_counter()
 model = transformers.LlamaForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
@@ -81,9 +81,9 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
     import transformers
 
-    from transformer_lab.generate import generate
-    from transformer_lab.gguf_loader import smollm2_path
-    from transformer_lab.pretrained import smollm2
+    from transformer_lab.generation.sampling import generate
+    from transformer_lab.pretrained.minilm import smollm2
+    from transformer_lab.pretrained.smollm2 import smollm2_path
 
     torch.set_num_threads(args.threads)
     model, tok = smollm2()

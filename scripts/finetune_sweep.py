@@ -10,7 +10,7 @@ each seed and each number of labels ``n`` (``n / 3`` passages per genre, nested 
   ten times smaller learning rate.
 
 The test set is the balanced 600 passages of the six held-out plays
-(``transformer_lab.data.genres``). Results go to ``transformer_lab/data/finetune_sweep.json``
+(``transformer_lab.data.genres``). Results go to ``transformer_lab/assets/finetune_sweep.json``
 (merged with the encoders already there), with the settings, the command and the time.
 Run on one thread::
 
@@ -31,8 +31,9 @@ from pathlib import Path
 import torch
 
 from transformer_lab.data.genres import GENRES, genre_task, majority_baseline, sample_labelled
-from transformer_lab.finetune import (
-    SequenceClassifier,
+from transformer_lab.models.bert import BertModel
+from transformer_lab.models.classifier import SequenceClassifier
+from transformer_lab.training.finetune import (
     accuracy,
     build_classifier,
     encode_features,
@@ -40,10 +41,9 @@ from transformer_lab.finetune import (
     tokenize_labelled,
     train_classifier,
 )
-from transformer_lab.models.bert import BertModel
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "transformer_lab" / "data" / "finetune_sweep.json"
+OUT = ROOT / "transformer_lab" / "assets" / "finetune_sweep.json"
 METHODS = ("scratch", "probe", "finetune")
 SETTINGS = {
     "test_per_genre": 200,
@@ -73,11 +73,11 @@ def n_steps(n: int, s: dict = SETTINGS) -> int:
 def load_encoder(name: str) -> tuple[BertModel, object]:
     """The pretrained encoder ``name`` ("minilm" or "tiny") and its tokenizer."""
     if name == "minilm":
-        from transformer_lab.pretrained import minilm
+        from transformer_lab.pretrained.minilm import minilm
 
         return minilm()
     if name == "tiny":
-        from transformer_lab.tiny_bert import load_tiny_bert
+        from transformer_lab.pretrained.tiny_bert import load_tiny_bert
 
         model, tokenizer = load_tiny_bert()
         return getattr(model, "bert", model), tokenizer

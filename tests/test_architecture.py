@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_lab import architecture as A
+from transformer_lab.viz import architecture as A
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"

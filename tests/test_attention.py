@@ -16,18 +16,20 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_lab.attention import (
+from transformer_lab.nn.attention import (
+    attention_weights,
+    broadcast_shape,
+    empty_rows,
+    scaled_dot_product_attention,
+)
+from transformer_lab.nn.masks import causal_mask
+from transformer_lab.nn.scores import (
     AdditiveScore,
     DotScore,
     MultiplicativeScore,
     attend,
-    attention_weights,
-    broadcast_shape,
-    empty_rows,
     make_score,
-    scaled_dot_product_attention,
 )
-from transformer_lab.masks import causal_mask
 
 F32 = dict(atol=1e-5, rtol=1e-5)
 F64 = dict(atol=1e-10, rtol=1e-10)
@@ -454,7 +456,7 @@ def test_attend(kind):
 def test_sync_free_empty_row_handling_equals_the_cpu_shortcut(monkeypatch):
     # off the CPU the empty rows are always handled instead of asking the device first;
     # forced here on the CPU, both branches must give the same numbers
-    import transformer_lab.attention as attention_module
+    import transformer_lab.nn.attention as attention_module
 
     q, k, v = qkv((2, 3), 5, 6, 4, 4)
     masks = [random_mask((2, 3), 5, 6), random_mask((2, 3), 5, 6, empty_rows=True)]

@@ -21,38 +21,56 @@ import torch
 from torch import nn
 
 import transformer_lab
-from transformer_lab import architecture as AR
-from transformer_lab import attention as A
-from transformer_lab import bertviz as BV
-from transformer_lab import blocks as B
-from transformer_lab import checkpoint as CK
-from transformer_lab import decoding as D
-from transformer_lab import distributed as DI
-from transformer_lab import embeddings as E
-from transformer_lab import finetune as FT
-from transformer_lab import generate as G
 from transformer_lab import hooks as H
-from transformer_lab import layers as L
-from transformer_lab import masks as M
-from transformer_lab import parallelism as PA
-from transformer_lab import positional as P
-from transformer_lab import pretrained as PT
-from transformer_lab import timeline as TL
-from transformer_lab import tiny_bert as TBT
-from transformer_lab import toy_tasks as T
-from transformer_lab import train as TRN
-from transformer_lab import train_gpt as TG
 from transformer_lab import viz as V
-from transformer_lab import widgets as W
-from transformer_lab import word_map as WM
+from transformer_lab.analysis import head_patterns as ANALYSIS_HEAD_PATTERNS
+from transformer_lab.analysis import sequential_depth as PA
+from transformer_lab.analysis import word_vectors as E
 from transformer_lab.data import genres as GR
 from transformer_lab.data import mlm as MLM
 from transformer_lab.data import numbers as NU
+from transformer_lab.data import scenes as SC
 from transformer_lab.data import shakespeare as SH
+from transformer_lab.data import toy as DATA_TOY
+from transformer_lab.generation import sampling as G
+from transformer_lab.generation import search as D
 from transformer_lab.models import bert as BE
+from transformer_lab.models import captioner as CAP
 from transformer_lab.models import gpt as GP
+from transformer_lab.models import llama as LL
 from transformer_lab.models import rnn as R
+from transformer_lab.models import toy as MODELS_TOY
 from transformer_lab.models import transformer as TR
+from transformer_lab.nn import attention as A
+from transformer_lab.nn import attention as GQ
+from transformer_lab.nn import blocks as B
+from transformer_lab.nn import feed_forward as SW
+from transformer_lab.nn import masks as M
+from transformer_lab.nn import multi_head as L
+from transformer_lab.nn import norms as RN
+from transformer_lab.nn import positions as P
+from transformer_lab.nn import positions as RO
+from transformer_lab.nn import scores as NN_SCORES
+from transformer_lab.pretrained import minilm as PT
+from transformer_lab.pretrained import smollm2 as GL
+from transformer_lab.pretrained import tiny_bert as PRETRAINED_TINY_BERT
+from transformer_lab.training import checkpoint as CK
+from transformer_lab.training import distributed as DI
+from transformer_lab.training import finetune as FT
+from transformer_lab.training import gpt as TRAINING_GPT
+from transformer_lab.training import loop as TRN
+from transformer_lab.training import losses as TRAINING_LOSSES
+from transformer_lab.training import progress as PRG
+from transformer_lab.training import tiny_bert as TBT
+from transformer_lab.training import toy as T
+from transformer_lab.training import train_gpt as TG
+from transformer_lab.viz import architecture as AR
+from transformer_lab.viz import bertviz as BV
+from transformer_lab.viz import display as DSP
+from transformer_lab.viz import overlay as VIZ_OVERLAY
+from transformer_lab.viz import timeline as TL
+from transformer_lab.viz import toy_attention as W
+from transformer_lab.viz import word_map as WM
 
 DV = importlib.import_module("transformer_lab.device")  # the package exports device()
 
@@ -114,7 +132,9 @@ def s2s():
 @functools.cache
 def toy():
     torch.manual_seed(0)
-    return T.TinyTransformer(T.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8))
+    return MODELS_TOY.TinyTransformer(
+        MODELS_TOY.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)
+    )
 
 
 @functools.cache
@@ -174,13 +194,15 @@ case(
     "idx must be in [0, 11), got values from -2 to 3",
 )
 case(
-    GP.train_gpt,
-    lambda: GP.train_gpt(gpt(), torch.arange(-1, 40) % 12 - 1, GP.TrainRecipe(steps=1, warmup=0)),
+    TRAINING_GPT.train_gpt,
+    lambda: TRAINING_GPT.train_gpt(
+        gpt(), torch.arange(-1, 40) % 12 - 1, TRAINING_GPT.TrainRecipe(steps=1, warmup=0)
+    ),
     ValueError,
     "train_ids must be in [0, 11)",
 )
 case(
-    T.TinyTransformer,
+    MODELS_TOY.TinyTransformer,
     lambda: toy()(ids([0, -1])),
     ValueError,
     "x must be in [0, 6), got values from -1 to 0",
@@ -230,14 +252,14 @@ case(
     "base must be a positive finite number",
 )
 case(
-    L.LayerNorm,
-    lambda: L.LayerNorm(4, eps=0),
+    RN.LayerNorm,
+    lambda: RN.LayerNorm(4, eps=0),
     ValueError,
     "eps must be a positive finite number, got 0",
 )
 case(
-    L.LayerNorm,
-    lambda: L.LayerNorm(4, eps=-1e-5),
+    RN.LayerNorm,
+    lambda: RN.LayerNorm(4, eps=-1e-5),
     ValueError,
     "eps must be a positive finite number",
 )
@@ -334,56 +356,58 @@ case(
     "shapes must be tuples of ints, got NoneType",
 )
 case(
-    A.DotScore,
-    lambda: A.DotScore()(f(2, 4), f(2, 5, 3)),
+    NN_SCORES.DotScore,
+    lambda: NN_SCORES.DotScore()(f(2, 4), f(2, 5, 3)),
     ValueError,
     "dot score needs equal sizes: query has 4, keys have 3",
 )
 case(
-    A.MultiplicativeScore,
-    lambda: A.MultiplicativeScore(4, 3)(f(2, 5), f(2, 5, 3)),
+    NN_SCORES.MultiplicativeScore,
+    lambda: NN_SCORES.MultiplicativeScore(4, 3)(f(2, 5), f(2, 5, 3)),
     ValueError,
     "query has 5 features but the score expects 4",
 )
 case(
-    A.MultiplicativeScore,
-    lambda: A.MultiplicativeScore(0, 3),
+    NN_SCORES.MultiplicativeScore,
+    lambda: NN_SCORES.MultiplicativeScore(0, 3),
     ValueError,
     "d_query must be a positive int, got 0",
 )
 case(
-    A.AdditiveScore,
-    lambda: A.AdditiveScore(4, 3)(f(2, 4), f(2, 5, 6)),
+    NN_SCORES.AdditiveScore,
+    lambda: NN_SCORES.AdditiveScore(4, 3)(f(2, 4), f(2, 5, 6)),
     ValueError,
     "keys have 6 features but the score expects 3",
 )
 case(
-    A.AdditiveScore,
-    lambda: A.AdditiveScore(4, -3),
+    NN_SCORES.AdditiveScore,
+    lambda: NN_SCORES.AdditiveScore(4, -3),
     ValueError,
     "d_key must be a positive int, got -3",
 )
 case(
-    A.make_score,
-    lambda: A.make_score("cosine", 4, 4),
+    NN_SCORES.make_score,
+    lambda: NN_SCORES.make_score("cosine", 4, 4),
     ValueError,
     "score kind must be one of ['additive', 'dot', 'multiplicative'], got",
 )
 case(
-    A.make_score,
-    lambda: A.make_score("dot", 0, 4),
+    NN_SCORES.make_score,
+    lambda: NN_SCORES.make_score("dot", 0, 4),
     ValueError,
     "d_query must be a positive int, got 0",
 )
 case(
-    A.attend,
-    lambda: A.attend(A.DotScore(), f(2, 4), f(2, 5, 4), f(2, 6, 4)),
+    NN_SCORES.attend,
+    lambda: NN_SCORES.attend(NN_SCORES.DotScore(), f(2, 4), f(2, 5, 4), f(2, 6, 4)),
     ValueError,
     "values must be [batch, key_pos, d_value] with [batch, key_pos]=(2,",
 )
 case(
-    A.attend,
-    lambda: A.attend(A.DotScore(), f(2, 4), f(2, 5, 4), mask=torch.ones(2, 6, dtype=torch.bool)),
+    NN_SCORES.attend,
+    lambda: NN_SCORES.attend(
+        NN_SCORES.DotScore(), f(2, 4), f(2, 5, 4), mask=torch.ones(2, 6, dtype=torch.bool)
+    ),
     ValueError,
     "mask shape (2, 6) does not broadcast to (2, 5)",
 )
@@ -525,38 +549,38 @@ case(
     "x must be a floating-point tensor [..., pos, d_model], got torch.int64",
 )
 case(
-    L.LayerNorm,
-    lambda: L.LayerNorm(4)(torch.ones(2, 4, dtype=torch.long)),
+    RN.LayerNorm,
+    lambda: RN.LayerNorm(4)(torch.ones(2, 4, dtype=torch.long)),
     TypeError,
     "LayerNorm expects a floating-point tensor, got torch.int64",
 )
 case(
-    L.LayerNorm,
-    lambda: L.LayerNorm.from_torch(nn.Linear(4, 4)),
+    RN.LayerNorm,
+    lambda: RN.LayerNorm.from_torch(nn.Linear(4, 4)),
     TypeError,
     "expected nn.LayerNorm, got Linear",
 )
 case(
-    L.FeedForward,
-    lambda: L.FeedForward(8, 16)(f(2, 6)),
+    SW.FeedForward,
+    lambda: SW.FeedForward(8, 16)(f(2, 6)),
     ValueError,
     "FeedForward expects [..., d_model=8], got (2, 6)",
 )
 case(
-    L.FeedForward,
-    lambda: L.FeedForward(8, 16)(f(2, 8).double()),
+    SW.FeedForward,
+    lambda: SW.FeedForward(8, 16)(f(2, 8).double()),
     TypeError,
     "input has dtype torch.float64 but the weights torch.float32",
 )
 case(
-    L.FeedForward,
-    lambda: L.FeedForward(8, 16, activation="tanh"),
+    SW.FeedForward,
+    lambda: SW.FeedForward(8, 16, activation="tanh"),
     ValueError,
     "activation must be one of ['gelu', 'gelu_tanh', 'relu'], got 'tanh'",
 )
 case(
-    L.FeedForward,
-    lambda: L.FeedForward(8, 16).load_linear(nn.Linear(8, 4), nn.Linear(16, 8)),
+    SW.FeedForward,
+    lambda: SW.FeedForward(8, 16).load_linear(nn.Linear(8, 4), nn.Linear(16, 8)),
     ValueError,
     "linear1 must be nn.Linear with bias and weight (16, 8), got weight",
 )
@@ -763,111 +787,116 @@ case(
     "the cache holds [batch, n_heads, pos, d_head]=(2, 2, 2, 4) but the",
 )
 case(
-    GP.lm_loss,
-    lambda: GP.lm_loss(gpt(), (ids([1, 2]), ids([1, 2, 3]))),
+    TRAINING_LOSSES.lm_loss,
+    lambda: TRAINING_LOSSES.lm_loss(gpt(), (ids([1, 2]), ids([1, 2, 3]))),
     ValueError,
     "targets y must have the shape of x (1, 2), got (1, 3)",
 )
 case(
-    GP.lm_loss,
-    lambda: GP.lm_loss(gpt(), (ids([1, 2]), ids([1, 12]))),
+    TRAINING_LOSSES.lm_loss,
+    lambda: TRAINING_LOSSES.lm_loss(gpt(), (ids([1, 2]), ids([1, 12]))),
     ValueError,
     "labels must be in [0, 11), got values from 1 to 12",
 )
 case(
-    GP.lm_loss,
-    lambda: GP.lm_loss(gpt(), ids([1, 2])),
+    TRAINING_LOSSES.lm_loss,
+    lambda: TRAINING_LOSSES.lm_loss(gpt(), ids([1, 2])),
     TypeError,
     "batch must be a pair (x, y) of token-id tensors, got Tensor",
 )
 case(
-    GP.evaluate_lm,
-    lambda: GP.evaluate_lm(gpt(), torch.arange(20) % 11, batch_size=0),
+    TRAINING_GPT.evaluate_lm,
+    lambda: TRAINING_GPT.evaluate_lm(gpt(), torch.arange(20) % 11, batch_size=0),
     ValueError,
     "batch_size must be a positive int, got 0",
 )
 case(
-    GP.evaluate_lm,
-    lambda: GP.evaluate_lm(gpt(), torch.arange(20) % 11 - 1),
+    TRAINING_GPT.evaluate_lm,
+    lambda: TRAINING_GPT.evaluate_lm(gpt(), torch.arange(20) % 11 - 1),
     ValueError,
     "data must be in [0, 11), got values from -1 to 9",
 )
 case(
-    GP.evaluate_lm,
-    lambda: GP.evaluate_lm(gpt(), [1, 2, 3]),
+    TRAINING_GPT.evaluate_lm,
+    lambda: TRAINING_GPT.evaluate_lm(gpt(), [1, 2, 3]),
     TypeError,
     "data must be a tensor of integer token ids, got list",
 )
 case(
-    GP.TrainRecipe,
-    lambda: GP.TrainRecipe(batch_size=0),
+    TRAINING_GPT.TrainRecipe,
+    lambda: TRAINING_GPT.TrainRecipe(batch_size=0),
     ValueError,
     "batch_size must be a positive int, got 0",
 )
 case(
-    GP.TrainRecipe,
-    lambda: GP.TrainRecipe(lr=float("nan")),
+    TRAINING_GPT.TrainRecipe,
+    lambda: TRAINING_GPT.TrainRecipe(lr=float("nan")),
     ValueError,
     "lr must be positive, got nan",
 )
 case(
-    GP.TrainRecipe,
-    lambda: GP.TrainRecipe(grad_clip=None),
+    TRAINING_GPT.TrainRecipe,
+    lambda: TRAINING_GPT.TrainRecipe(grad_clip=None),
     TypeError,
     "grad_clip must be a number, got None",
 )
 case(
-    GP.lr_factor,
-    lambda: GP.lr_factor(-1, GP.TrainRecipe()),
+    TRAINING_GPT.lr_factor,
+    lambda: TRAINING_GPT.lr_factor(-1, TRAINING_GPT.TrainRecipe()),
     ValueError,
     "step must be an int >= 0, got -1",
 )
 case(
-    GP.lr_factor,
-    lambda: GP.lr_factor(0, None),
+    TRAINING_GPT.lr_factor,
+    lambda: TRAINING_GPT.lr_factor(0, None),
     TypeError,
     "recipe must be a TrainRecipe, got NoneType",
 )
 case(
-    GP.make_optimizer,
-    lambda: GP.make_optimizer(None, GP.TrainRecipe()),
+    TRAINING_GPT.make_optimizer,
+    lambda: TRAINING_GPT.make_optimizer(None, TRAINING_GPT.TrainRecipe()),
     TypeError,
     "model must be an nn.Module, got NoneType",
 )
 case(
-    GP.make_optimizer,
-    lambda: GP.make_optimizer(gpt(), {"lr": 1}),
+    TRAINING_GPT.make_optimizer,
+    lambda: TRAINING_GPT.make_optimizer(gpt(), {"lr": 1}),
     TypeError,
     "recipe must be a TrainRecipe, got dict",
 )
 case(
-    GP.train_gpt,
-    lambda: GP.train_gpt(gpt(), torch.arange(40) % 11, None),
+    TRAINING_GPT.train_gpt,
+    lambda: TRAINING_GPT.train_gpt(gpt(), torch.arange(40) % 11, None),
     TypeError,
     "recipe must be a TrainRecipe, got NoneType",
 )
 case(
-    GP.train_gpt,
-    lambda: GP.train_gpt(
-        gpt(), torch.arange(40) % 11, GP.TrainRecipe(steps=1, warmup=0), device="gpu"
+    TRAINING_GPT.train_gpt,
+    lambda: TRAINING_GPT.train_gpt(
+        gpt(), torch.arange(40) % 11, TRAINING_GPT.TrainRecipe(steps=1, warmup=0), device="gpu"
     ),
     ValueError,
     "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
 )
 case(
-    GP.train_gpt,
-    lambda: GP.train_gpt(gpt(), torch.arange(5) % 11, GP.TrainRecipe(steps=1, warmup=0)),
+    TRAINING_GPT.train_gpt,
+    lambda: TRAINING_GPT.train_gpt(
+        gpt(), torch.arange(5) % 11, TRAINING_GPT.TrainRecipe(steps=1, warmup=0)
+    ),
     ValueError,
     "train_ids has 5 tokens; windows of n_ctx=8 need more",
 )
 case(
-    GP.preset,
-    lambda: GP.preset("huge", 10),
+    TRAINING_GPT.preset,
+    lambda: TRAINING_GPT.preset("huge", 10),
     ValueError,
     "unknown preset 'huge'; choose from ['book-cpu', 'gpu', 'nanogpt-cpu']",
 )
 case(
-    GP.preset, lambda: GP.preset("book-cpu", 0), ValueError, "d_vocab must be a positive int, got 0"
+    TRAINING_GPT.preset,
+    lambda: TRAINING_GPT.preset("book-cpu", 0),
+    ValueError,
+    "d_vocab must be a positive int, got 0",
 )
 case(
     G.top_k_filter,
@@ -1115,29 +1144,32 @@ case(
 )
 case(
     TRN.train,
-    lambda: TRN.train(gpt(), [1, 2], GP.lm_loss, lr=-1),
+    lambda: TRN.train(gpt(), [1, 2], TRAINING_LOSSES.lm_loss, lr=-1),
     ValueError,
     "lr must be a positive finite number, got -1",
 )
 case(
     TRN.train,
-    lambda: TRN.train(gpt(), iter([]), GP.lm_loss, steps=-1),
+    lambda: TRN.train(gpt(), iter([]), TRAINING_LOSSES.lm_loss, steps=-1),
     ValueError,
     "steps must be a non-negative int, got -1",
 )
 case(
     TRN.train,
-    lambda: TRN.train(gpt(), [1], GP.lm_loss, device="gpu"),
+    lambda: TRN.train(gpt(), [1], TRAINING_LOSSES.lm_loss, device="gpu"),
     ValueError,
     "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
 )
 case(TRN.train, lambda: TRN.train(None, [1]), TypeError, "model must be an nn.Module, got NoneType")
 case(
-    TRN.evaluate, lambda: TRN.evaluate(gpt(), [], GP.lm_loss), ValueError, "evaluate got no batches"
+    TRN.evaluate,
+    lambda: TRN.evaluate(gpt(), [], TRAINING_LOSSES.lm_loss),
+    ValueError,
+    "evaluate got no batches",
 )
 case(
     TRN.evaluate,
-    lambda: TRN.evaluate(gpt(), [1], GP.lm_loss, device="cuda:x"),
+    lambda: TRN.evaluate(gpt(), [1], TRAINING_LOSSES.lm_loss, device="cuda:x"),
     ValueError,
     "device must name a device such as 'cpu', 'cuda' or 'mps', got 'cuda:x'",
 )
@@ -1160,18 +1192,26 @@ case(
     "the number of threads must be a positive int, got 0",
 )
 case(
-    T.previous_token,
-    lambda: T.previous_token(2, 1, 5),
+    DATA_TOY.previous_token,
+    lambda: DATA_TOY.previous_token(2, 1, 5),
     ValueError,
     "sequences need at least 2 tokens to have neighbours, got n=1",
 )
-case(T.neighbours, lambda: T.neighbours(0, 4, 5), ValueError, "batch must be a positive int, got 0")
 case(
-    T.ToyConfig, lambda: T.ToyConfig(d_vocab=0), ValueError, "d_vocab must be a positive int, got 0"
+    DATA_TOY.neighbours,
+    lambda: DATA_TOY.neighbours(0, 4, 5),
+    ValueError,
+    "batch must be a positive int, got 0",
 )
 case(
-    T.TinyTransformer,
-    lambda: T.TinyTransformer(None),
+    MODELS_TOY.ToyConfig,
+    lambda: MODELS_TOY.ToyConfig(d_vocab=0),
+    ValueError,
+    "d_vocab must be a positive int, got 0",
+)
+case(
+    MODELS_TOY.TinyTransformer,
+    lambda: MODELS_TOY.TinyTransformer(None),
     TypeError,
     "cfg must be a ToyConfig, got NoneType",
 )
@@ -1196,7 +1236,7 @@ case(
 case(
     T.toy_loss,
     lambda: T.toy_loss(
-        T.TinyTransformer(T.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)),
+        MODELS_TOY.TinyTransformer(MODELS_TOY.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)),
         (ids([1, 2]), ids([1, 2])),
     ),
     ValueError,
@@ -1205,7 +1245,8 @@ case(
 case(
     T.train_toy,
     lambda: T.train_toy(
-        T.TinyTransformer(T.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)), steps=-1
+        MODELS_TOY.TinyTransformer(MODELS_TOY.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)),
+        steps=-1,
     ),
     ValueError,
     "steps must be a non-negative int, got -1",
@@ -1219,7 +1260,8 @@ case(
 case(
     T.accuracy,
     lambda: T.accuracy(
-        T.TinyTransformer(T.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)), n=1
+        MODELS_TOY.TinyTransformer(MODELS_TOY.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)),
+        n=1,
     ),
     ValueError,
     "sequences need at least 2 tokens to have neighbours, got n=1",
@@ -1594,8 +1636,8 @@ case(
     "attentions must be a list of [batch, n_heads, pos, pos] tensors or a 4-d array, got NoneType",
 )
 case(
-    BV.head_pattern_scores,
-    lambda: BV.head_pattern_scores([f(1, 2, 3, 3)], ["a", "b"]),
+    ANALYSIS_HEAD_PATTERNS.head_pattern_scores,
+    lambda: ANALYSIS_HEAD_PATTERNS.head_pattern_scores([f(1, 2, 3, 3)], ["a", "b"]),
     ValueError,
     "2 tokens for attention over 3 positions",
 )
@@ -1640,44 +1682,44 @@ case(
     "recipe must be a TinyBertRecipe, got dict",
 )
 case(
-    TBT.save_tiny_bert,
-    lambda: TBT.save_tiny_bert(None, wordpiece(), {}),
+    PRETRAINED_TINY_BERT.save_tiny_bert,
+    lambda: PRETRAINED_TINY_BERT.save_tiny_bert(None, wordpiece(), {}),
     TypeError,
     "model must be a BertForPreTraining, got NoneType",
 )
 case(
-    TBT.tiny_bert_info,
-    lambda: TBT.tiny_bert_info("/nonexistent-dir"),
+    PRETRAINED_TINY_BERT.tiny_bert_info,
+    lambda: PRETRAINED_TINY_BERT.tiny_bert_info("/nonexistent-dir"),
     ValueError,
     "no tiny_bert.json in /nonexistent-dir",
 )
 case(
-    TBT.load_tiny_bert,
-    lambda: TBT.load_tiny_bert(directory="/nonexistent-dir"),
+    PRETRAINED_TINY_BERT.load_tiny_bert,
+    lambda: PRETRAINED_TINY_BERT.load_tiny_bert(directory="/nonexistent-dir"),
     ValueError,
     "run scripts/pretrain_tiny_bert.py",
 )
 case(
-    BV.bag_of_words_scores,
-    lambda: BV.bag_of_words_scores([f(1, 2, 3, 3)], ["[CLS]", "a", "[SEP]"]),
+    ANALYSIS_HEAD_PATTERNS.bag_of_words_scores,
+    lambda: ANALYSIS_HEAD_PATTERNS.bag_of_words_scores([f(1, 2, 3, 3)], ["[CLS]", "a", "[SEP]"]),
     ValueError,
     "need at least 2 tokens besides [CLS], [SEP] and [PAD], got 1",
 )
 case(
-    BV.bag_of_words_scores,
-    lambda: BV.bag_of_words_scores([f(1, 2, 3, 3)], ["a", "b"]),
+    ANALYSIS_HEAD_PATTERNS.bag_of_words_scores,
+    lambda: ANALYSIS_HEAD_PATTERNS.bag_of_words_scores([f(1, 2, 3, 3)], ["a", "b"]),
     ValueError,
     "2 tokens for attention over 3 positions",
 )
 case(
-    BV.top_heads,
-    lambda: BV.top_heads(np.zeros(3)),
+    ANALYSIS_HEAD_PATTERNS.top_heads,
+    lambda: ANALYSIS_HEAD_PATTERNS.top_heads(np.zeros(3)),
     ValueError,
     "scores must be [n_layers, n_heads], got shape (3,)",
 )
 case(
-    BV.top_heads,
-    lambda: BV.top_heads(np.zeros((2, 2)), k=0),
+    ANALYSIS_HEAD_PATTERNS.top_heads,
+    lambda: ANALYSIS_HEAD_PATTERNS.top_heads(np.zeros((2, 2)), k=0),
     ValueError,
     "k must be a positive int, got 0",
 )
@@ -1765,23 +1807,23 @@ case(
     "TimelineEntry objects, got ['tuple']",
 )
 case(TL.timeline_plotly, lambda: TL.timeline_plotly([]), ValueError, "entries is empty")
-case(WM.pca_2d, lambda: WM.pca_2d(f(2, 3)), ValueError, "n >= 3 rows and d >= 2, got (2, 3)")
-case(WM.pca_2d, lambda: WM.pca_2d(ids(1, 2, 3)), TypeError, "X must be a floating-point tensor")
+case(E.pca_2d, lambda: E.pca_2d(f(2, 3)), ValueError, "n >= 3 rows and d >= 2, got (2, 3)")
+case(E.pca_2d, lambda: E.pca_2d(ids(1, 2, 3)), TypeError, "X must be a floating-point tensor")
 case(
-    WM.group_separation,
-    lambda: WM.group_separation(f(3, 2), ["a", "b"]),
+    E.group_separation,
+    lambda: E.group_separation(f(3, 2), ["a", "b"]),
     ValueError,
     "2 labels for 3 rows",
 )
 case(
-    WM.analogy,
-    lambda: WM.analogy("a", "b", "z", f(4, 2), E.Vocabulary("abcd")),
+    E.analogy,
+    lambda: E.analogy("a", "b", "z", f(4, 2), E.Vocabulary("abcd")),
     ValueError,
     "not single tokens of the vocabulary: ['z']",
 )
 case(
-    WM.analogy_rank,
-    lambda: WM.analogy_rank("a", "b", "c", "a", f(4, 2), E.Vocabulary("abcd")),
+    E.analogy_rank,
+    lambda: E.analogy_rank("a", "b", "c", "a", f(4, 2), E.Vocabulary("abcd")),
     ValueError,
     "expected='a' is one of the question's words",
 )
@@ -1954,12 +1996,6 @@ case(
 
 # --- today's decoder (chapter 14): RMSNorm, RoPE, SwiGLU, GQA, Llama, the GGUF loader -------
 
-from transformer_lab import gguf_loader as GL  # noqa: E402
-from transformer_lab import gqa as GQ  # noqa: E402
-from transformer_lab import rmsnorm as RN  # noqa: E402
-from transformer_lab import rotary as RO  # noqa: E402
-from transformer_lab import swiglu as SW  # noqa: E402
-from transformer_lab.models import llama as LL  # noqa: E402
 
 RECORDS.add(GL.GGUFContents)
 NO_INPUT.add(GL.smollm2_path)
@@ -2136,8 +2172,6 @@ case(AR.where_we_are, lambda: AR.where_we_are("02_rnn_bottleneck"), ValueError, 
 
 # --- the captioner and its scenes (chapter 3) ----------------------------------------------
 
-from transformer_lab import captioning as CAP  # noqa: E402
-from transformer_lab.data import scenes as SC  # noqa: E402
 
 NO_INPUT.add(SC.all_scenes)
 CAP_SCENE = SC.Scene(SC.Thing("red", "circle", 0, 0), SC.Thing("blue", "square", 1, 2))
@@ -2273,14 +2307,14 @@ case(
     "predicted must be a tensor of word ids, got torch.float32",
 )
 case(
-    CAP.attention_overlay,
-    lambda: CAP.attention_overlay(f(3, 24, 24), f(8)),
+    VIZ_OVERLAY.attention_overlay,
+    lambda: VIZ_OVERLAY.attention_overlay(f(3, 24, 24), f(8)),
     ValueError,
     "8 weights do not tile a 24x24 picture as a square grid",
 )
 case(
-    CAP.attention_overlay,
-    lambda: CAP.attention_overlay(f(24, 24), f(9)),
+    VIZ_OVERLAY.attention_overlay,
+    lambda: VIZ_OVERLAY.attention_overlay(f(24, 24), f(9)),
     ValueError,
     "image must be [3, H, W], got (24, 24)",
 )
@@ -2319,9 +2353,6 @@ case(V.title_layout, lambda: V.title_layout(None, 400), TypeError, "expected str
 
 # --- what chapters show: numbered figures, listings, tables, the progress line ---------------
 
-from transformer_lab import display as DSP  # noqa: E402
-from transformer_lab import progress as PRG  # noqa: E402
-
 
 class _Drawing:
     def _repr_svg_(self):
@@ -2334,7 +2365,7 @@ case(DSP.figure, lambda: DSP.figure(_Drawing(), "ch99-x", "", "a"), ValueError, 
 case(DSP.figure, lambda: DSP.figure(_Drawing(), "ch99-y", "c", None), ValueError, "alt must")
 case(DSP.figure, lambda: DSP.figure(42, "ch99-z", "c", "a"), TypeError, "Matplotlib figure")
 case(DSP.source, lambda: DSP.source(42), TypeError, "source needs")
-case(DSP.source, lambda: DSP.source("transformer_lab.masks.nope"), ValueError, "has no 'nope'")
+case(DSP.source, lambda: DSP.source("transformer_lab.nn.masks.nope"), ValueError, "has no 'nope'")
 case(DSP.source, lambda: DSP.source(DSP.table, start_at="zzz"), ValueError, "start_at='zzz'")
 case(DSP.source, lambda: DSP.source(DSP.table, end_before="zzz"), ValueError, "end_before")
 case(DSP.table, lambda: DSP.table([(1, 2, 3)], ["a", "b"]), ValueError, "row 0 has 3 cells")

@@ -14,15 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer_lab import capture
-from transformer_lab.blocks import EncoderBlock
-from transformer_lab.models.bert import (
-    IGNORE_INDEX,
-    BertConfig,
-    BertForPreTraining,
-    BertModel,
-)
-from transformer_lab.pretrained import load_hf_bert_weights
-from transformer_lab.train import num_threads
+from transformer_lab.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining, BertModel
+from transformer_lab.nn.blocks import EncoderBlock
+from transformer_lab.pretrained.minilm import load_hf_bert_weights
+from transformer_lab.training.loop import num_threads
 
 ATOL = 1e-5
 CFG = BertConfig(d_vocab=50, d_model=32, n_heads=4, d_mlp=64, n_layers=2, max_pos=16, dropout=0.0)
@@ -258,7 +253,7 @@ def test_weight_loading_reports_problems():
 
 def _hf_like_state(model):
     """A Hugging Face-named state dict built from our own model (round trip)."""
-    from transformer_lab.pretrained import _hf_names
+    from transformer_lab.pretrained.minilm import _hf_names
 
     params = dict(model.named_parameters())
     return {

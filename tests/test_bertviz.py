@@ -6,18 +6,16 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_lab.bertviz import (
+from transformer_lab.analysis.head_patterns import (
     PATTERN_KINDS,
-    AttentionBrowser,
     bag_of_words_scores,
     head_pattern_scores,
-    head_view,
-    model_view,
     stack_attentions,
     top_heads,
 )
 from transformer_lab.models.bert import BertConfig, BertModel
-from transformer_lab.pretrained import WordPieceTokenizer
+from transformer_lab.pretrained.minilm import WordPieceTokenizer
+from transformer_lab.viz.bertviz import AttentionBrowser, head_view, model_view
 
 TOKENS = ["[CLS]", "the", "cat", "saw", "the", "dog", "##gy", "[SEP]"]
 

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from transformer_lab.blocks import DecoderBlock, EncoderBlock
 from transformer_lab.hooks import run_with_cache
-from transformer_lab.masks import causal_mask, combine_masks, from_torch_mask, to_torch_mask
+from transformer_lab.nn.blocks import DecoderBlock, EncoderBlock
+from transformer_lab.nn.masks import causal_mask, combine_masks, from_torch_mask, to_torch_mask
 
 F32 = dict(atol=1e-5, rtol=1e-5)
 PROPERTY = settings(max_examples=20, deadline=None, database=None)

@@ -7,10 +7,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_lab.captioning import Captioner, CaptionerConfig, ConvEncoder, caption_accuracy
 from transformer_lab.data import scenes
 from transformer_lab.data.scenes import Scene, Thing
-from transformer_lab.train import seq2seq_loss, train
+from transformer_lab.models.captioner import (
+    Captioner,
+    CaptionerConfig,
+    ConvEncoder,
+    caption_accuracy,
+)
+from transformer_lab.training.loop import train
+from transformer_lab.training.losses import seq2seq_loss
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,15 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_lab.checkpoint import load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from transformer_lab.models.gpt import GPT, GPTConfig, TrainRecipe, train_gpt
-from transformer_lab.train import train
+from transformer_lab.models.gpt import GPT, GPTConfig
+from transformer_lab.training.checkpoint import (
+    load_checkpoint,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from transformer_lab.training.gpt import TrainRecipe, train_gpt
+from transformer_lab.training.loop import train
 
 CONFIG = GPTConfig(d_vocab=13, n_ctx=8, n_layers=1, n_heads=2, d_model=16, dropout=0.2)
 RECIPE = TrainRecipe(batch_size=4, steps=8, lr=1e-2, warmup=3)

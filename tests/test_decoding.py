@@ -11,9 +11,14 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_lab.decoding import beam_hypotheses, beam_search, greedy_decode, sequence_score
+from transformer_lab.generation.search import (
+    beam_hypotheses,
+    beam_search,
+    greedy_decode,
+    sequence_score,
+)
 from transformer_lab.models import EncoderDecoder, TransformerConfig
-from transformer_lab.train import num_threads
+from transformer_lab.training.loop import num_threads
 
 PAD, BOS, EOS = 0, 1, 2
 

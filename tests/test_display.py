@@ -1,4 +1,4 @@
-"""Numbered figures, listings and tables (transformer_lab.display), the progress line, and
+"""Numbered figures, listings and tables (transformer_lab.viz.display), the progress line, and
 the markup rules that make a chapter read the same in JupyterLab and on the site."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
 
-from transformer_lab import display as D  # noqa: E402
-from transformer_lab import progress  # noqa: E402
 from transformer_lab.exercises.runner import CheckResult  # noqa: E402
+from transformer_lab.training import progress  # noqa: E402
+from transformer_lab.viz import display as D  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -44,12 +44,14 @@ def test_a_figure_shows_its_image_number_caption_and_alt_text():
 
 
 def test_a_listing_is_the_source_from_the_file():
-    listing = D.source("transformer_lab.masks.causal_mask")
+    listing = D.source("transformer_lab.nn.masks.causal_mask")
     markdown = listing._repr_markdown_()
     assert markdown.startswith("```python\ndef causal_mask(")
-    assert "transformer_lab/masks.py, causal_mask" in markdown
-    decorated = D.source("transformer_lab.decoding.greedy_decode")  # under @torch.no_grad()
-    assert decorated.where == "transformer_lab/decoding.py, greedy_decode"
+    assert "transformer_lab/nn/masks.py, causal_mask" in markdown
+    decorated = D.source(
+        "transformer_lab.generation.search.greedy_decode"
+    )  # under @torch.no_grad()
+    assert decorated.where == "transformer_lab/generation/search.py, greedy_decode"
     cut = D.source(D.source, start_at="if isinstance(obj, str)", end_before="try:")
     assert cut.code.splitlines()[0].startswith("if isinstance(obj, str)")
     assert "try:" not in cut.code

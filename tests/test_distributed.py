@@ -10,8 +10,8 @@ import sys
 import pytest
 import torch
 
-from transformer_lab import distributed as D
-from transformer_lab.checkpoint import load_checkpoint
+from transformer_lab.training import distributed as D
+from transformer_lab.training.checkpoint import load_checkpoint
 
 # a tiny run: book-cpu's shape (414,592 parameters), 5 steps of a global batch of 8 windows
 RUN = ["--preset", "book-cpu", "--batch-size", "8", "--eval-tokens", "2000", "--sample", "0"]
@@ -19,12 +19,12 @@ RUN += ["--no-progress", "--device", "cpu", "--threads", "1"]
 
 
 def _launch(out, steps: int, nproc: int, *extra: str) -> None:
-    """Run ``python -m transformer_lab.train_gpt`` in one process or under torchrun."""
+    """Run ``python -m transformer_lab.training.train_gpt`` in one process or under torchrun."""
     if nproc == 1:
-        cmd = [sys.executable, "-m", "transformer_lab.train_gpt"]
+        cmd = [sys.executable, "-m", "transformer_lab.training.train_gpt"]
     else:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-        cmd += [f"--nproc_per_node={nproc}", "-m", "transformer_lab.train_gpt"]
+        cmd += [f"--nproc_per_node={nproc}", "-m", "transformer_lab.training.train_gpt"]
     cmd += RUN + ["--steps", str(steps), "--out", str(out), *extra]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
@@ -78,7 +78,8 @@ def test_two_processes_resume_exactly(runs):
 
 def _initial_weights():
     from transformer_lab.data import shakespeare
-    from transformer_lab.models.gpt import GPT, preset
+    from transformer_lab.models.gpt import GPT
+    from transformer_lab.training.gpt import preset
 
     config, _ = preset("book-cpu", shakespeare.char_tokenizer().vocab_size)
     torch.manual_seed(0)

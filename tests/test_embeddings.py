@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_lab.embeddings import (
+from transformer_lab.analysis.word_vectors import (
     Vocabulary,
     cosine_similarity,
     euclidean_distance,

@@ -9,8 +9,8 @@ import pytest
 import torch
 from checker_helpers import assert_fails, verdict
 
-from transformer_lab.attention import scaled_dot_product_attention
 from transformer_lab.exercises.ch04_self_attention import check_attention, check_attention_weights
+from transformer_lab.nn.attention import scaled_dot_product_attention
 
 
 def attention(q, k, v, *, scale=None, dim=-1):

@@ -8,12 +8,12 @@ import math
 import torch
 from checker_helpers import assert_fails, verdict
 
-from transformer_lab.attention import scaled_dot_product_attention
 from transformer_lab.exercises.ch06_masking import (
     check_causal_mask,
     check_masked_attention,
     check_padding_mask,
 )
+from transformer_lab.nn.attention import scaled_dot_product_attention
 
 
 def attention(q, k, v, mask=None, *, scale=None, fill=float("-inf")):

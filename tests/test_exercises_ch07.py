@@ -11,7 +11,7 @@ from transformer_lab.exercises.ch07_positions import (
     check_sinusoidal_encoding,
     shift_matrix,
 )
-from transformer_lab.positional import sinusoidal_encoding
+from transformer_lab.nn.positions import sinusoidal_encoding
 
 
 def test_sinusoidal_encoding(capsys):

@@ -8,7 +8,7 @@ import torch
 from checker_helpers import assert_fails, assert_passes_right_and_names_mistake, verdict
 
 from transformer_lab.exercises.ch08_multi_head import check_multi_head_attention, check_split_heads
-from transformer_lab.layers import MultiHeadAttention
+from transformer_lab.nn.multi_head import MultiHeadAttention
 
 
 def split(x, n_heads):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from checker_helpers import assert_fails, assert_passes_right_and_names_mistake, verdict
 
-from transformer_lab.attention import scaled_dot_product_attention
 from transformer_lab.exercises.ch11_encoder_decoder import check_cross_attention
+from transformer_lab.nn.attention import scaled_dot_product_attention
 
 
 def cross(x, memory, W_Q, W_K, W_V, src_mask):

@@ -11,7 +11,7 @@ from transformer_lab.exercises.ch12_bert import (
     check_previous_token_score,
     previous_token_score,
 )
-from transformer_lab.pretrained import mean_pool
+from transformer_lab.nn.pooling import mean_pool
 
 
 def test_previous_token_score_reference():

@@ -7,7 +7,7 @@ import torch
 from checker_helpers import assert_fails
 
 from transformer_lab.exercises.ch13_gpt import check_masked_attention, check_nucleus
-from transformer_lab.generate import next_token_probs
+from transformer_lab.generation.sampling import next_token_probs
 
 PROBS = torch.tensor([0.5, 0.3, 0.15, 0.05])
 RIGHT = {

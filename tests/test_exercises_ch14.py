@@ -7,7 +7,7 @@ import torch
 from checker_helpers import assert_fails
 
 from transformer_lab.exercises.ch14_decoders import check_kv_cache_bytes, check_rms_norm
-from transformer_lab.rmsnorm import rms_norm
+from transformer_lab.nn.norms import rms_norm
 
 
 def right_rms(x, gain, eps):

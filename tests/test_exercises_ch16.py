@@ -6,8 +6,8 @@ import pytest
 import torch
 from checker_helpers import assert_fails, assert_passes_right_and_names_mistake, verdict
 
-from transformer_lab.distributed import ring_all_reduce
 from transformer_lab.exercises.ch16_data_parallel import check_global_batch, check_ring_all_reduce
+from transformer_lab.training.distributed import ring_all_reduce
 
 
 def right(tensors):

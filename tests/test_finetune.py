@@ -13,9 +13,12 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_lab.finetune import (
+from transformer_lab.models.bert import BertConfig, BertModel
+from transformer_lab.models.classifier import SequenceClassifier
+from transformer_lab.nn.pooling import mean_pool
+from transformer_lab.pretrained.minilm import WordPieceTokenizer, minilm, minilm_dir
+from transformer_lab.training.finetune import (
     ClassificationBatch,
-    SequenceClassifier,
     accuracy,
     classification_batches,
     classification_loss,
@@ -26,9 +29,7 @@ from transformer_lab.finetune import (
     train_classifier,
     warmup_linear,
 )
-from transformer_lab.models.bert import BertConfig, BertModel
-from transformer_lab.pretrained import WordPieceTokenizer, mean_pool, minilm, minilm_dir
-from transformer_lab.train import train
+from transformer_lab.training.loop import train
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

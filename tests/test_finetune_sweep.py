@@ -1,4 +1,4 @@
-"""The shipped fine-tuning sweep (transformer_lab/data/finetune_sweep.json, written by
+"""The shipped fine-tuning sweep (transformer_lab/assets/finetune_sweep.json, written by
 scripts/finetune_sweep.py) is complete, and some of its points are re-derived here.
 
 - ``finetune`` on the tiny BERT, 24 labels, seed 0: the same code, the same batches and the
@@ -22,11 +22,11 @@ import pytest
 import torch
 
 from transformer_lab.data.genres import genre_task, sample_labelled
-from transformer_lab.finetune import encode_features, tokenize_labelled
-from transformer_lab.train import num_threads
+from transformer_lab.training.finetune import encode_features, tokenize_labelled
+from transformer_lab.training.loop import num_threads
 
 ROOT = Path(__file__).resolve().parents[1]
-JSON = ROOT / "transformer_lab" / "data" / "finetune_sweep.json"
+JSON = ROOT / "transformer_lab" / "assets" / "finetune_sweep.json"
 
 
 def _script():

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_lab.generate import (
+from transformer_lab.generation.sampling import (
     generate,
     next_token_probs,
     sample_next,

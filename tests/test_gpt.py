@@ -12,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer_lab import run_with_cache
-from transformer_lab.generate import generate
-from transformer_lab.layers import LayerNorm
+from transformer_lab.generation.sampling import generate
 from transformer_lab.models import GPT, GPTConfig
-from transformer_lab.models.gpt import evaluate_lm, lm_loss
+from transformer_lab.nn.norms import LayerNorm
+from transformer_lab.training.gpt import evaluate_lm
+from transformer_lab.training.losses import lm_loss
 
 SMALL = dict(d_vocab=31, n_ctx=16, n_layers=2, n_heads=2, d_model=16)
 
@@ -231,7 +232,7 @@ def test_bench_gpt_applies_overrides_and_reports_the_target_time():
 
 
 def test_train_gpt_seed_reproduces_a_run_with_dropout():
-    from transformer_lab.models.gpt import TrainRecipe, train_gpt
+    from transformer_lab.training.gpt import TrainRecipe, train_gpt
 
     ids = torch.randint(31, (400,), generator=torch.Generator().manual_seed(0))
     recipe = TrainRecipe(batch_size=4, steps=6, lr=1e-2, warmup=2)

@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_lab.gqa import grouped_query_attention, repeat_kv
-from transformer_lab.masks import causal_mask
+from transformer_lab.nn.attention import grouped_query_attention, repeat_kv
+from transformer_lab.nn.masks import causal_mask
 
 
 def qkv(n_heads=6, n_kv=2, q_pos=5, k_pos=5, seed=0):

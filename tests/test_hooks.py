@@ -6,11 +6,11 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_lab.blocks import EncoderBlock
 from transformer_lab.hooks import Hook, capture, run_with_cache
-from transformer_lab.layers import MultiHeadAttention
-from transformer_lab.masks import causal_mask
 from transformer_lab.models import EncoderDecoder, TransformerConfig
+from transformer_lab.nn.blocks import EncoderBlock
+from transformer_lab.nn.masks import causal_mask
+from transformer_lab.nn.multi_head import MultiHeadAttention
 
 BATCH, SRC, TGT, D_MODEL, N_HEADS = 2, 7, 5, 16, 4
 

@@ -14,8 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from transformer_lab.layers import FeedForward, LayerNorm, MultiHeadAttention, affine
-from transformer_lab.masks import causal_mask, combine_masks, from_torch_mask, to_torch_mask
+from transformer_lab.nn.feed_forward import FeedForward
+from transformer_lab.nn.functional import affine
+from transformer_lab.nn.masks import causal_mask, combine_masks, from_torch_mask, to_torch_mask
+from transformer_lab.nn.multi_head import MultiHeadAttention
+from transformer_lab.nn.norms import LayerNorm
 
 F32 = dict(atol=1e-5, rtol=1e-5)
 PROPERTY = settings(max_examples=20, deadline=None, database=None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_lab.generate import generate
+from transformer_lab.generation.sampling import generate
 from transformer_lab.hooks import capture
 from transformer_lab.models.llama import Llama, LlamaConfig, LlamaKVCache
 

@@ -10,8 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_lab.layers import MultiHeadAttention
-from transformer_lab.masks import (
+from transformer_lab.nn.masks import (
     causal_mask,
     check_mask,
     combine_masks,
@@ -20,6 +19,7 @@ from transformer_lab.masks import (
     padding_mask_from_ids,
     to_torch_mask,
 )
+from transformer_lab.nn.multi_head import MultiHeadAttention
 
 F32 = dict(atol=1e-5, rtol=1e-5)
 

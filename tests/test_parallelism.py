@@ -1,15 +1,15 @@
-"""Tests of transformer_lab.parallelism: dependency chains, multiply-adds and timing."""
+"""Tests of transformer_lab.analysis.sequential_depth: dependency chains, multiply-adds and timing."""
 
 import pytest
 import torch
 
-from transformer_lab.layers import MultiHeadAttention
-from transformer_lab.parallelism import (
+from transformer_lab.analysis.sequential_depth import (
     interleaved_medians,
     is_matrix_product,
     longest_chain,
     multiply_adds,
 )
+from transformer_lab.nn.multi_head import MultiHeadAttention
 
 D = 16
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_lab.positional import LearnedPositions, SinusoidalPositions, sinusoidal_encoding
+from transformer_lab.nn.positions import LearnedPositions, SinusoidalPositions, sinusoidal_encoding
 
 
 def lecture_formula(n_positions: int, d_model: int) -> torch.Tensor:

@@ -13,11 +13,11 @@ import sys
 import pytest
 import torch
 
-from transformer_lab import pretrained
-from transformer_lab.pretrained import (
+from transformer_lab.nn.pooling import mean_pool
+from transformer_lab.pretrained import minilm as pretrained
+from transformer_lab.pretrained.minilm import (
     TokenBatch,
     WordPieceTokenizer,
-    mean_pool,
     minilm,
     minilm_dir,
     sentence_embeddings,

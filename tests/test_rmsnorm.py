@@ -8,8 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from transformer_lab.layers import LayerNorm
-from transformer_lab.rmsnorm import RMSNorm, rms_norm
+from transformer_lab.nn.norms import LayerNorm, RMSNorm, rms_norm
 
 
 @pytest.mark.parametrize("shape", [(5,), (2, 7, 5), (3, 1, 4, 5)])

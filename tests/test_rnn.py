@@ -5,9 +5,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_lab.attention import attend
 from transformer_lab.hooks import run_with_cache
 from transformer_lab.models.rnn import Seq2Seq, Seq2SeqConfig
+from transformer_lab.nn.scores import attend
 
 V_SRC, V_TGT = 11, 13
 ATTENTIONS = [None, "dot", "multiplicative", "additive"]

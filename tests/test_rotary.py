@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_lab.rotary import (
+from transformer_lab.nn.positions import (
     RotaryEmbedding,
     apply_rotary,
     rotary_cos_sin,

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.swiglu import SwiGLU
+from transformer_lab.nn.feed_forward import SwiGLU
 
 
 def test_equals_linear_layers():

@@ -9,7 +9,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from transformer_lab.timeline import (
+from transformer_lab.viz.timeline import (
     FAMILIES,
     TIMELINE,
     TimelineEntry,

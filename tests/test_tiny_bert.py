@@ -11,6 +11,7 @@ several minutes of processor time and runs only when asked:
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import importlib.util
 import math
 import os
@@ -19,18 +20,19 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_lab import tiny_bert as TB
 from transformer_lab.data import shakespeare
 from transformer_lab.models.bert import BertForPreTraining
-from transformer_lab.pretrained import WordPieceTokenizer
+from transformer_lab.pretrained import tiny_bert as TB_FILES
+from transformer_lab.pretrained.minilm import WordPieceTokenizer
+from transformer_lab.training import tiny_bert as TB
 
 ROOT = Path(__file__).resolve().parents[1]
-FILES = (TB.WEIGHTS, TB.TOKENIZER, TB.INFO)
+FILES = (TB_FILES.WEIGHTS, TB_FILES.TOKENIZER, TB_FILES.INFO)
 
 
 @pytest.fixture(scope="module")
 def info():
-    return TB.tiny_bert_info()
+    return TB_FILES.tiny_bert_info()
 
 
 @pytest.fixture(scope="module")
@@ -45,17 +47,18 @@ def _close_reports(got: dict, want: dict, atol: float) -> None:
 
 
 def test_files_are_small_and_installed_with_the_package():
-    sizes = {name: (TB.DATA_DIR / name).stat().st_size for name in FILES}
+    sizes = {name: (TB_FILES.DATA_DIR / name).stat().st_size for name in FILES}
     assert sum(sizes.values()) < 8e6, sizes  # "a few MB"
     tomllib = pytest.importorskip("tomllib")
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"
     ]["transformer_lab"]
-    assert {f"data/{name}" for name in FILES} <= set(package_data)
+    for name in FILES:  # every shipped file matches a package-data pattern
+        assert any(fnmatch.fnmatch(f"assets/{name}", pattern) for pattern in package_data), name
 
 
 def test_load_tiny_bert_gives_the_model_and_the_corpus_tokenizer(info, corpus):
-    model, tok = TB.load_tiny_bert()
+    model, tok = TB_FILES.load_tiny_bert()
     assert isinstance(model, BertForPreTraining) and not model.training
     assert isinstance(tok, WordPieceTokenizer)
     assert dataclasses.asdict(model.cfg) == info["config"]
@@ -84,7 +87,7 @@ def test_the_held_out_play_is_not_in_the_training_text(info, corpus):
 
 
 def test_shipped_weights_give_the_stored_held_out_numbers(info, corpus):
-    model, _ = TB.load_tiny_bert()
+    model, _ = TB_FILES.load_tiny_bert()
     report = TB.masked_lm_report(model, TB.held_out_batch(corpus), corpus)
     _close_reports(report, info["held_out"], atol=1e-4)
 
@@ -138,7 +141,7 @@ def test_the_script_reproduces_the_checkpoint(info, tmp_path):
     again = script.main(["--out", str(tmp_path)])
     _close_reports(again["held_out"], info["held_out"], atol=2e-3)
     assert [s for s, _ in again["evals"]] == [s for s, _ in info["evals"]]
-    shipped = TB.load_tiny_bert()[0].state_dict()
-    rebuilt = TB.load_tiny_bert(directory=tmp_path)[0].state_dict()
+    shipped = TB_FILES.load_tiny_bert()[0].state_dict()
+    rebuilt = TB_FILES.load_tiny_bert(directory=tmp_path)[0].state_dict()
     worst = max((shipped[k] - rebuilt[k]).abs().max().item() for k in shipped)
     assert worst < 1e-2, worst

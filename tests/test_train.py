@@ -5,14 +5,8 @@ import torch
 from torch import nn
 
 from transformer_lab.data.numbers import Batch
-from transformer_lab.train import (
-    TrainResult,
-    evaluate,
-    num_threads,
-    seq2seq_loss,
-    to_device,
-    train,
-)
+from transformer_lab.training.loop import TrainResult, evaluate, num_threads, to_device, train
+from transformer_lab.training.losses import seq2seq_loss
 
 
 def regression_batches(seed=0, n=32):

@@ -15,9 +15,9 @@ import torch
 from torch import nn
 
 from transformer_lab.hooks import run_with_cache
-from transformer_lab.masks import causal_mask, to_torch_mask
 from transformer_lab.models import EncoderDecoder, TransformerConfig
-from transformer_lab.positional import sinusoidal_encoding
+from transformer_lab.nn.masks import causal_mask, to_torch_mask
+from transformer_lab.nn.positions import sinusoidal_encoding
 
 F32 = dict(atol=1e-5, rtol=1e-5)
 PAD = 0

@@ -20,6 +20,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from transformer_lab import viz  # noqa: E402
+from transformer_lab.viz import layout as VIZ_LAYOUT
+from transformer_lab.viz import plotly as VIZ_PLOTLY
 
 NEG_INF = float("-inf")
 
@@ -41,8 +43,8 @@ def _two_state_figure(title="two states"):
 def test_bundle_has_plotly_json_html_and_text():
     fig = _two_state_figure()
     bundle = viz.mimebundle(fig, alt="two heatmap states")
-    assert set(bundle) == {viz.PLOTLY_MIME, "text/html", "text/plain"}
-    spec = bundle[viz.PLOTLY_MIME]
+    assert set(bundle) == {VIZ_PLOTLY.PLOTLY_MIME, "text/html", "text/plain"}
+    spec = bundle[VIZ_PLOTLY.PLOTLY_MIME]
     json.dumps(spec)  # JSON-serialisable, as the notebook format requires
     assert spec["data"][0]["type"] == "heatmap"
     assert spec["config"]["displaylogo"] is False
@@ -76,7 +78,7 @@ def test_show_publishes_the_bundle_raw(monkeypatch):
     viz.show(_two_state_figure(), alt="described")
     ((obj, kwargs),) = calls
     assert kwargs == {"raw": True}
-    assert viz.PLOTLY_MIME in obj and 'aria-label="described"' in obj["text/html"]
+    assert VIZ_PLOTLY.PLOTLY_MIME in obj and 'aria-label="described"' in obj["text/html"]
 
 
 # --- matplotlib -------------------------------------------------------------------------
@@ -293,7 +295,7 @@ def test_long_titles_wrap_and_the_top_margin_holds_them():
     )  # fmt: skip
     layout = fig.to_dict()["layout"]
     lines = layout["title"]["text"].split("<br>")
-    assert len(lines) >= 3 and all(len(line) <= viz.TITLE_WRAP for line in lines)
+    assert len(lines) >= 3 and all(len(line) <= VIZ_LAYOUT.TITLE_WRAP for line in lines)
     _, title_px = viz.title_layout(title, layout["height"])
     menu = layout["updatemenus"][0]
     # title, then the dropdown (its bottom pad px above the panels), all in the top margin
@@ -384,7 +386,7 @@ def test_slider_bars_restyle_heights_and_whiskers():
     assert step.args[0]["y"][1] == [0.24, 0.3]
     assert step.args[0]["error_y"][0]["arrayminus"] == [0.1, 0.1]
     assert step.args[0]["error_y"][1] == {"visible": False}
-    assert all(len(line) <= viz.TITLE_WRAP for line in fig.layout.title.text.split("<br>"))
+    assert all(len(line) <= VIZ_LAYOUT.TITLE_WRAP for line in fig.layout.title.text.split("<br>"))
     with pytest.raises(ValueError, match="series"):
         viz.slider_bars({1: {"a": [1]}, 2: {"b": [1]}}, ["x"], slider_label="s", title="t")
 

@@ -1,4 +1,4 @@
-"""Tests of transformer_lab.widgets: explore() against the package's attention, the
+"""Tests of transformer_lab.viz.toy_attention: explore() against the package's attention, the
 ipywidgets app responding to its controls, and the kernel-free Plotly version."""
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_lab import viz, widgets
-from transformer_lab.attention import scaled_dot_product_attention
-from transformer_lab.masks import causal_mask
+from transformer_lab import viz
+from transformer_lab.nn.attention import scaled_dot_product_attention
+from transformer_lab.nn.masks import causal_mask
+from transformer_lab.viz import plotly as VIZ_PLOTLY
+from transformer_lab.viz import toy_attention as widgets
 
 ANIMAL = "The animal didn't cross the street because it was too tired"
 # float32 throughout: explore() and the references below run the same float32 kernels
@@ -191,7 +193,7 @@ def test_static_explorer_has_one_state_per_temperature_and_mask():
     expected = widgets.explore("I love dogs", 4, 2.0, "causal")["weights"]
     np.testing.assert_allclose(np.array(steps[2].args[0]["z"][3 + 1], float), expected, atol=1e-4)
     assert buttons[1].args[0]["visible"][3:6] == [True, True, True]
-    json.dumps(viz.mimebundle(fig)[viz.PLOTLY_MIME])
+    json.dumps(viz.mimebundle(fig)[VIZ_PLOTLY.PLOTLY_MIME])
 
 
 def test_static_explorer_over_dk():

@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_lab.embeddings import Vocabulary
-from transformer_lab.word_map import (
+from transformer_lab.analysis.word_vectors import (
+    Vocabulary,
     analogy,
     analogy_rank,
     group_separation,
     pca_2d,
-    word_map_plotly,
 )
+from transformer_lab.viz.word_map import word_map_plotly
 
 
 def data(seed=0, n=40, d=12):
@@ -123,7 +123,7 @@ def test_word_map_plotly_hover_and_arrows():
 
 
 def test_on_minilm_the_arrow_finds_queen_and_capitals():
-    from transformer_lab.embeddings import minilm_token_embeddings
+    from transformer_lab.analysis.word_vectors import minilm_token_embeddings
 
     vocab, W = minilm_token_embeddings()
     assert analogy("king", "man", "woman", W, vocab, k=1)[0][0] == "queen"

@@ -362,7 +362,7 @@ def test_search_finds_pages(browser_context, site_url):
         page.close()
 
 
-# --- the architecture diagram (transformer_lab.architecture) ----------------------------
+# --- the architecture diagram (transformer_lab.viz.architecture) ----------------------------
 
 DIAGRAM = ".bd-article figure.tl-arch"
 # chapters 4 to 13 each show the Transformer with their own part highlighted

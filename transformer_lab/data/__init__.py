@@ -1,3 +1,3 @@
 """Data sets the book trains on, all generated or read offline from installed packages."""
 
-from . import numbers, shakespeare  # noqa: F401
+from transformer_lab.data import numbers, shakespeare  # noqa: F401

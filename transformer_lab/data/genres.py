@@ -25,7 +25,7 @@ import random
 import re
 from dataclasses import dataclass
 
-from .shakespeare import PLAYS, load_plays
+from transformer_lab.data.shakespeare import PLAYS, load_plays
 
 __all__ = [
     "GENRES",

@@ -23,7 +23,7 @@ from typing import Generic, TypeVar
 
 import torch
 
-from ..device import check_device
+from transformer_lab.device import check_device
 
 __all__ = [
     "IGNORE_INDEX",

@@ -43,7 +43,7 @@ from pathlib import Path
 
 import torch
 
-from ..device import check_device
+from transformer_lab.device import check_device
 
 __all__ = [
     "LANGUAGES",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .numbers import Batch, Vocab
+from transformer_lab.data.numbers import Batch, Vocab
 
 __all__ = [
     "COLOURS",

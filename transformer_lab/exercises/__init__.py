@@ -26,28 +26,42 @@ Every checker is re-exported here: ``from transformer_lab import exercises`` the
 ``exercises.check_attention(my_attention)``.
 """
 
-from .ch01_embeddings import (
+from transformer_lab.exercises.ch01_embeddings import (
     check_cosine_similarity,
     check_embedding_lookup,
     check_one_hot,
     check_pca_2d,
 )
-from .ch02_rnn import check_gru_chain, check_rnn
-from .ch03_seq2seq import check_attention_step
-from .ch04_self_attention import check_attention, check_attention_weights
-from .ch05_scaling import check_half_weight_temperature, check_score_divisor
-from .ch06_masking import check_causal_mask, check_masked_attention, check_padding_mask
-from .ch07_positions import check_shift_matrix, check_sinusoidal_encoding
-from .ch08_multi_head import check_multi_head_attention, check_split_heads
-from .ch09_add_and_norm import check_layer_norm, check_layer_norm_by_hand
-from .ch10_block import check_block_parameter_count, check_feed_forward, check_pre_ln_block
-from .ch11_encoder_decoder import check_cross_attention
-from .ch12_bert import check_mean_pool, check_previous_token_score
-from .ch13_gpt import check_nucleus
-from .ch14_decoders import check_kv_cache_bytes, check_rms_norm
-from .ch15_fine_tuning import check_majority_baseline, check_parameter_groups
-from .ch16_data_parallel import check_global_batch, check_ring_all_reduce
-from .runner import CheckResult, WrongAnswer, run_check
+from transformer_lab.exercises.ch02_rnn import check_gru_chain, check_rnn
+from transformer_lab.exercises.ch03_seq2seq import check_attention_step
+from transformer_lab.exercises.ch04_self_attention import check_attention, check_attention_weights
+from transformer_lab.exercises.ch05_scaling import (
+    check_half_weight_temperature,
+    check_score_divisor,
+)
+from transformer_lab.exercises.ch06_masking import (
+    check_causal_mask,
+    check_masked_attention,
+    check_padding_mask,
+)
+from transformer_lab.exercises.ch07_positions import check_shift_matrix, check_sinusoidal_encoding
+from transformer_lab.exercises.ch08_multi_head import check_multi_head_attention, check_split_heads
+from transformer_lab.exercises.ch09_add_and_norm import check_layer_norm, check_layer_norm_by_hand
+from transformer_lab.exercises.ch10_block import (
+    check_block_parameter_count,
+    check_feed_forward,
+    check_pre_ln_block,
+)
+from transformer_lab.exercises.ch11_encoder_decoder import check_cross_attention
+from transformer_lab.exercises.ch12_bert import check_mean_pool, check_previous_token_score
+from transformer_lab.exercises.ch13_gpt import check_nucleus
+from transformer_lab.exercises.ch14_decoders import check_kv_cache_bytes, check_rms_norm
+from transformer_lab.exercises.ch15_fine_tuning import (
+    check_majority_baseline,
+    check_parameter_groups,
+)
+from transformer_lab.exercises.ch16_data_parallel import check_global_batch, check_ring_all_reduce
+from transformer_lab.exercises.runner import CheckResult, WrongAnswer, run_check
 
 __all__ = [
     "CheckResult",

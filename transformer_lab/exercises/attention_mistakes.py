@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..attention import scaled_dot_product_attention
-from ..masks import causal_mask, padding_mask
-from .runner import ATOL, WrongAnswer, close, describe_shapes, need_tensor
+from transformer_lab.exercises.runner import ATOL, WrongAnswer, close, describe_shapes, need_tensor
+from transformer_lab.nn.attention import scaled_dot_product_attention
+from transformer_lab.nn.masks import causal_mask, padding_mask
 
 __all__ = [
     "MASK_HINT",

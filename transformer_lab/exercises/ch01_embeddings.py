@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .runner import (
+from transformer_lab.exercises.runner import (
     CheckResult,
     WrongAnswer,
     call,

@@ -6,8 +6,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..parallelism import is_matrix_product, longest_chain
-from .runner import CheckResult, WrongAnswer, call, compare, need_tensor, run_check
+from transformer_lab.analysis.sequential_depth import is_matrix_product, longest_chain
+from transformer_lab.exercises.runner import (
+    CheckResult,
+    WrongAnswer,
+    call,
+    compare,
+    need_tensor,
+    run_check,
+)
 
 __all__ = ["check_rnn", "check_gru_chain"]
 

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import torch
 
-from ..attention import DotScore, attend
-from .runner import CheckResult, WrongAnswer, call, compare, need_tensor, run_check
+from transformer_lab.exercises.runner import (
+    CheckResult,
+    WrongAnswer,
+    call,
+    compare,
+    need_tensor,
+    run_check,
+)
+from transformer_lab.nn.scores import DotScore, attend
 
 __all__ = ["check_attention_step"]
 
@@ -17,7 +24,7 @@ def check_attention_step(
     """Check ``fn(s, H, mask)`` -> ``(context [batch, d], weights [batch, src_pos])``: one
     step of dot-product attention of decoder states ``s [batch, d]`` over encoder states
     ``H [batch, src_pos, d]``, with ``mask [batch, src_pos]`` True at real tokens, against
-    :func:`transformer_lab.attention.attend`."""
+    :func:`transformer_lab.nn.scores.attend`."""
 
     def body():
         gen = torch.Generator().manual_seed(seed)
@@ -67,6 +74,6 @@ def check_attention_step(
                 ),
             ]
             compare(got_context, context, describe + "; context", context_mistakes)
-        return "your attention step matches transformer_lab.attention.attend on 3 random inputs."
+        return "your attention step matches transformer_lab.nn.scores.attend on 3 random inputs."
 
     return run_check("check_attention_step", body, strict, verbose)

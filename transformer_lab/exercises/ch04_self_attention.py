@@ -8,7 +8,7 @@ from functools import partial
 
 import torch
 
-from .attention_mistakes import (
+from transformer_lab.exercises.attention_mistakes import (
     OUTPUT_TUPLE_NOTE,
     attention_cases,
     attention_mistakes,
@@ -17,7 +17,14 @@ from .attention_mistakes import (
     reference_weights,
     weight_mistakes,
 )
-from .runner import CheckResult, call, compare, describe_shapes, need_tensor, run_check
+from transformer_lab.exercises.runner import (
+    CheckResult,
+    call,
+    compare,
+    describe_shapes,
+    need_tensor,
+    run_check,
+)
 
 __all__ = ["check_attention_weights", "check_attention"]
 

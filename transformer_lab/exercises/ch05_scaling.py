@@ -17,8 +17,8 @@ import math
 
 import torch
 
-from .ch04_self_attention import check_attention
-from .runner import CheckResult, WrongAnswer, call, run_check
+from transformer_lab.exercises.ch04_self_attention import check_attention
+from transformer_lab.exercises.runner import CheckResult, WrongAnswer, call, run_check
 
 __all__ = ["check_attention", "check_score_divisor", "check_half_weight_temperature"]
 

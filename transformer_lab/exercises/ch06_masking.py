@@ -7,8 +7,7 @@ from functools import partial
 
 import torch
 
-from ..masks import causal_mask, padding_mask
-from .attention_mistakes import (
+from transformer_lab.exercises.attention_mistakes import (
     MASK_HINT,
     OUTPUT_TUPLE_NOTE,
     attention_cases,
@@ -19,7 +18,7 @@ from .attention_mistakes import (
     random_mask,
     random_qkv,
 )
-from .runner import (
+from transformer_lab.exercises.runner import (
     CheckResult,
     WrongAnswer,
     call,
@@ -28,6 +27,7 @@ from .runner import (
     need_tensor,
     run_check,
 )
+from transformer_lab.nn.masks import causal_mask, padding_mask
 
 __all__ = ["check_causal_mask", "check_padding_mask", "check_masked_attention"]
 

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import torch
 
-from ..positional import sinusoidal_encoding
-from .runner import CheckResult, WrongAnswer, call, compare, need_tensor, run_check
+from transformer_lab.exercises.runner import (
+    CheckResult,
+    WrongAnswer,
+    call,
+    compare,
+    need_tensor,
+    run_check,
+)
+from transformer_lab.nn.positions import sinusoidal_encoding
 
 __all__ = ["check_sinusoidal_encoding", "shift_matrix", "check_shift_matrix"]
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import torch
 
-from .runner import CheckResult, WrongAnswer, call, compare, need_tensor, run_check
+from transformer_lab.exercises.runner import (
+    CheckResult,
+    WrongAnswer,
+    call,
+    compare,
+    need_tensor,
+    run_check,
+)
 
 __all__ = ["check_layer_norm", "check_layer_norm_by_hand"]
 

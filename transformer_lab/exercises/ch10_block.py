@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import torch
 
-from ..blocks import EncoderBlock
-from ..layers import FeedForward, LayerNorm, MultiHeadAttention
-from .runner import CheckResult, WrongAnswer, call, compare, need_tensor, run_check
+from transformer_lab.exercises.runner import (
+    CheckResult,
+    WrongAnswer,
+    call,
+    compare,
+    need_tensor,
+    run_check,
+)
+from transformer_lab.nn.blocks import EncoderBlock
+from transformer_lab.nn.feed_forward import FeedForward
+from transformer_lab.nn.multi_head import MultiHeadAttention
+from transformer_lab.nn.norms import LayerNorm
 
 __all__ = ["check_feed_forward", "check_pre_ln_block", "check_block_parameter_count"]
 

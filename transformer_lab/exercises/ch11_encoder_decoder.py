@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from .runner import CheckResult, call, compare, need_tensor, run_check
+from transformer_lab.exercises.runner import CheckResult, call, compare, need_tensor, run_check
 
 __all__ = ["check_cross_attention"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from ..pretrained import mean_pool
-from .runner import CheckResult, call, compare, need_tensor, run_check
+from transformer_lab.exercises.runner import CheckResult, call, compare, need_tensor, run_check
+from transformer_lab.nn.pooling import mean_pool
 
 __all__ = ["previous_token_score", "check_previous_token_score", "check_mean_pool"]
 

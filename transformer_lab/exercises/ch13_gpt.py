@@ -12,9 +12,9 @@ import math
 
 import torch
 
-from ..generate import next_token_probs
-from .ch06_masking import check_masked_attention
-from .runner import CheckResult, WrongAnswer, run_check
+from transformer_lab.exercises.ch06_masking import check_masked_attention
+from transformer_lab.exercises.runner import CheckResult, WrongAnswer, run_check
+from transformer_lab.generation.sampling import next_token_probs
 
 __all__ = ["check_masked_attention", "check_nucleus"]
 
@@ -60,7 +60,7 @@ def check_nucleus(answer, *, strict: bool = False, verbose: bool = True) -> Chec
     """Check ``answer``, a dict ``{p: [four probabilities]}`` for ``p`` in 0.4, 0.7 and 0.9:
     the distribution top-p sampling draws from when four tokens have probabilities
     ``(0.5, 0.3, 0.15, 0.05)``, compared with
-    :func:`~transformer_lab.generate.next_token_probs`."""
+    :func:`~transformer_lab.generation.sampling.next_token_probs`."""
 
     def body():
         if not isinstance(answer, dict):

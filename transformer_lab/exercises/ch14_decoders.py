@@ -1,7 +1,7 @@
 """Checkers for chapter 14, today's decoders.
 
 :func:`check_rms_norm` runs the reader's RMSNorm against
-:func:`transformer_lab.rmsnorm.rms_norm` and names the usual mistakes (the mean subtracted
+:func:`transformer_lab.nn.norms.rms_norm` and names the usual mistakes (the mean subtracted
 as in layer norm, ``eps`` outside the square root, the sum instead of the mean).
 :func:`check_kv_cache_bytes` checks a formula for the memory the key/value cache holds,
 against :meth:`transformer_lab.models.llama.LlamaKVCache.num_bytes` on real caches.
@@ -13,16 +13,23 @@ import math
 
 import torch
 
-from ..models.llama import Llama, LlamaConfig
-from ..rmsnorm import rms_norm
-from .runner import CheckResult, WrongAnswer, call, compare, need_tensor, run_check
+from transformer_lab.exercises.runner import (
+    CheckResult,
+    WrongAnswer,
+    call,
+    compare,
+    need_tensor,
+    run_check,
+)
+from transformer_lab.models.llama import Llama, LlamaConfig
+from transformer_lab.nn.norms import rms_norm
 
 __all__ = ["check_rms_norm", "check_kv_cache_bytes"]
 
 
 def check_rms_norm(fn, *, strict: bool = False, verbose: bool = True) -> CheckResult:
     """Check ``fn(x, gain, eps)``: ``x / sqrt(mean(x^2) + eps) * gain`` over the last axis
-    of ``x [..., d_model]``, as :func:`transformer_lab.rmsnorm.rms_norm` computes it."""
+    of ``x [..., d_model]``, as :func:`transformer_lab.nn.norms.rms_norm` computes it."""
     gen = torch.Generator().manual_seed(14)
 
     def body():

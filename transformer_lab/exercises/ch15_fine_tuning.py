@@ -7,9 +7,9 @@ from collections import Counter
 
 import torch
 
-from ..finetune import SequenceClassifier
-from ..models.bert import BertConfig, BertModel
-from .runner import CheckResult, WrongAnswer, call, run_check
+from transformer_lab.exercises.runner import CheckResult, WrongAnswer, call, run_check
+from transformer_lab.models.bert import BertConfig, BertModel
+from transformer_lab.models.classifier import SequenceClassifier
 
 __all__ = ["majority_baseline", "check_majority_baseline", "check_parameter_groups"]
 
@@ -137,7 +137,7 @@ def check_parameter_groups(
     fn, *, strict: bool = False, verbose: bool = True, seed: int = 0
 ) -> CheckResult:
     """Check ``fn(model, lr, encoder_lr) -> list of {'params', 'lr'} dicts`` for a
-    :class:`~transformer_lab.finetune.SequenceClassifier`: the head at ``lr``, every
+    :class:`~transformer_lab.models.classifier.SequenceClassifier`: the head at ``lr``, every
     trainable encoder parameter at ``encoder_lr``, frozen ones left out, none twice."""
 
     def body():

@@ -1,7 +1,7 @@
 """Checkers for chapter 16, data parallelism.
 
 :func:`check_ring_all_reduce` runs the reader's ring all-reduce on a few simulated rings
-and compares it with the sum (and with :func:`transformer_lab.distributed.ring_all_reduce`);
+and compares it with the sum (and with :func:`transformer_lab.training.distributed.ring_all_reduce`);
 :func:`check_global_batch` checks the arithmetic of splitting a global batch.
 """
 
@@ -9,8 +9,15 @@ from __future__ import annotations
 
 import torch
 
-from ..distributed import ring_all_reduce
-from .runner import CheckResult, WrongAnswer, call, close, largest_difference, run_check
+from transformer_lab.exercises.runner import (
+    CheckResult,
+    WrongAnswer,
+    call,
+    close,
+    largest_difference,
+    run_check,
+)
+from transformer_lab.training.distributed import ring_all_reduce
 
 __all__ = ["check_ring_all_reduce", "check_global_batch"]
 

@@ -1,7 +1,7 @@
 """BERT: a bidirectional Transformer encoder pretrained by masked-language modelling and
 next-sentence prediction (Devlin et al. 2019).
 
-The encoder is the post-LN :class:`~transformer_lab.blocks.EncoderBlock` with GELU and no
+The encoder is the post-LN :class:`~transformer_lab.nn.blocks.EncoderBlock` with GELU and no
 causal mask: every token may attend to every real (non-padding) token on both sides.
 Its input is the sum of three learned embeddings, token ``W_E``, position ``W_pos`` and
 segment ``W_seg`` (sentence A or B), followed by a layer norm.
@@ -25,11 +25,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..blocks import EncoderBlock
-from ..data.mlm import IGNORE_INDEX
-from ..hooks import Hook
-from ..layers import LayerNorm
-from ..train import check_labels
+from transformer_lab.checks import check_labels
+from transformer_lab.data.mlm import IGNORE_INDEX
+from transformer_lab.hooks import Hook
+from transformer_lab.nn.blocks import EncoderBlock
+from transformer_lab.nn.norms import LayerNorm
 
 __all__ = [
     "BertConfig",

@@ -4,17 +4,17 @@ The same decoder-only shape as :class:`~transformer_lab.models.gpt.GPT` (token e
 ``n_layers`` pre-norm blocks of masked self-attention and a feed-forward layer, a final
 norm, a tied unembedding), with four parts changed:
 
-- :class:`~transformer_lab.rmsnorm.RMSNorm` instead of layer norm (no mean, no bias);
-- rotary position embeddings (:mod:`~transformer_lab.rotary`) applied to queries and keys
+- :class:`~transformer_lab.nn.norms.RMSNorm` instead of layer norm (no mean, no bias);
+- rotary position embeddings (:mod:`~transformer_lab.nn.positions`) applied to queries and keys
   in every layer, instead of a learned ``W_pos`` added once at the bottom;
-- grouped-query attention (:mod:`~transformer_lab.gqa`): ``n_kv_heads`` key/value heads
+- grouped-query attention (:mod:`~transformer_lab.nn.attention`): ``n_kv_heads`` key/value heads
   shared by ``n_heads`` query heads, which shrinks the key/value cache;
-- the SwiGLU feed-forward layer (:class:`~transformer_lab.swiglu.SwiGLU`); no biases
+- the SwiGLU feed-forward layer (:class:`~transformer_lab.nn.feed_forward.SwiGLU`); no biases
   anywhere.
 
 ``model(ids)`` maps ``[batch, pos]`` token ids to logits ``[batch, pos, d_vocab]``. With a
 :class:`LlamaKVCache` it runs on new tokens only (cached generation equals uncached), so
-:func:`transformer_lab.generate.generate` drives it like the GPT. Hooks as elsewhere:
+:func:`transformer_lab.generation.sampling.generate` drives it like the GPT. Hooks as elsewhere:
 ``blocks.13.attn.pattern`` holds layer 13's weights ``[batch, n_heads, query_pos,
 key_pos]`` while a :func:`~transformer_lab.hooks.capture` is active.
 """
@@ -27,13 +27,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..gqa import grouped_query_attention
-from ..hooks import Hook
-from ..masks import causal_mask
-from ..rmsnorm import RMSNorm
-from ..rotary import apply_rotary, rotary_cos_sin
-from ..swiglu import SwiGLU
-from .gpt import check_token_batch
+from transformer_lab.checks import check_token_batch
+from transformer_lab.hooks import Hook
+from transformer_lab.nn.attention import grouped_query_attention
+from transformer_lab.nn.feed_forward import SwiGLU
+from transformer_lab.nn.masks import causal_mask
+from transformer_lab.nn.norms import RMSNorm
+from transformer_lab.nn.positions import apply_rotary, rotary_cos_sin
 
 __all__ = ["LlamaConfig", "LlamaKVCache", "LlamaAttention", "LlamaBlock", "Llama"]
 

@@ -12,14 +12,14 @@ at every step t the decoder state ``s_t`` scores every encoder state ``h_j``, an
     logits_t = W_U o_t                                 # next token    [batch, d_vocab_tgt]
 
 (the equations of Luong et al. 2015 without input feeding; the score is dot,
-multiplicative or additive from :mod:`transformer_lab.attention`). Without attention the
+multiplicative or additive from :mod:`transformer_lab.nn.attention`). Without attention the
 context is the encoder's final state at every step, ``a_t = h_n`` (as in the RNN
 encoder-decoder of Cho et al. 2014), so the two models differ only in how ``a_t`` is made.
 
 Because ``s_t`` does not depend on ``a_{t-1}``, teacher forcing runs the decoder RNN over
 the whole target at once and scores all steps with one matrix product
 (:meth:`Seq2Seq.all_scores`); :meth:`Seq2Seq.decode_step` does one step with
-:func:`transformer_lab.attention.attend` (greedy decoding), and tests check they agree.
+:func:`transformer_lab.nn.scores.attend` (greedy decoding), and tests check they agree.
 """
 
 from __future__ import annotations
@@ -30,15 +30,15 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ..attention import (
+from transformer_lab.hooks import Hook
+from transformer_lab.nn.attention import attention_weights
+from transformer_lab.nn.scores import (
     AdditiveScore,
     DotScore,
     MultiplicativeScore,
     attend,
-    attention_weights,
     make_score,
 )
-from ..hooks import Hook
 
 __all__ = ["Seq2SeqConfig", "Memory", "Seq2Seq"]
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..blocks import DecoderBlock, EncoderBlock, check_memory
-from ..hooks import Hook
-from ..layers import LayerNorm
-from ..masks import causal_mask, combine_masks, padding_mask_from_ids
-from ..positional import LearnedPositions, SinusoidalPositions
+from transformer_lab.hooks import Hook
+from transformer_lab.nn.blocks import DecoderBlock, EncoderBlock, check_memory
+from transformer_lab.nn.masks import causal_mask, combine_masks, padding_mask_from_ids
+from transformer_lab.nn.norms import LayerNorm
+from transformer_lab.nn.positions import LearnedPositions, SinusoidalPositions
 
 __all__ = ["TransformerConfig", "Encoder", "Decoder", "EncoderDecoder"]
 

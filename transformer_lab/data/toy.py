@@ -1,0 +1,77 @@
+"""Toy sequence tasks with a known answer: copy the previous token, sum the neighbours."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import torch
+
+__all__ = ["IGNORE", "previous_token", "neighbours", "toy_batches"]
+
+IGNORE = -100  # target of a position without an answer (F.cross_entropy's ignore_index)
+
+
+def _ids(batch: int, n: int, d_vocab: int, generator: torch.Generator | None) -> torch.Tensor:
+    for name, value in (("batch", batch), ("n", n), ("d_vocab", d_vocab)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if n < 2:
+        raise ValueError(f"sequences need at least 2 tokens to have neighbours, got n={n}")
+    return torch.randint(d_vocab, (batch, n), generator=generator)  # [batch, pos]
+
+
+def previous_token(batch: int, n: int, d_vocab: int, generator=None):
+    """Random ids ``x [batch, pos]`` and ``y [batch, pos, 1]`` with ``y[:, i] = x[:, i-1]``
+    (``IGNORE`` at position 0)."""
+    x = _ids(batch, n, d_vocab, generator)
+    y = torch.full_like(x, IGNORE)
+    y[:, 1:] = x[:, :-1]
+    return x, y[..., None]  # [batch, pos], [batch, pos, 1]
+
+
+def neighbours(batch: int, n: int, d_vocab: int, generator=None):
+    """Random ids ``x [batch, pos]`` and ``y [batch, pos, 2]``: ``y[..., 0]`` the previous
+    token and ``y[..., 1]`` the next one (``IGNORE`` where there is none)."""
+    x = _ids(batch, n, d_vocab, generator)
+    y = torch.full((batch, n, 2), IGNORE, dtype=torch.long)
+    y[:, 1:, 0] = x[:, :-1]
+    y[:, :-1, 1] = x[:, 1:]
+    return x, y  # [batch, pos], [batch, pos, 2]
+
+
+def _lengths(lengths: int | Sequence[int]) -> list[int]:
+    out = [lengths] if isinstance(lengths, int) else list(lengths)
+    if not out or any(not isinstance(n, int) or n < 2 for n in out):
+        raise ValueError(f"lengths must be ints >= 2, got {lengths!r}")
+    return out
+
+
+TASKS: dict[str, tuple[Callable, int]] = {  # name -> (batch maker, answers per position)
+    "previous_token": (previous_token, 1),
+    "neighbours": (neighbours, 2),
+}
+
+
+def _task(task: str | Callable) -> Callable:
+    if callable(task):
+        return task
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {sorted(TASKS)} or a function, got {task!r}")
+    return TASKS[task][0]
+
+
+def toy_batches(
+    task: str | Callable,
+    d_vocab: int,
+    *,
+    batch_size: int = 64,
+    lengths: int | Sequence[int] = 12,
+    seed: int = 0,
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """An endless stream of fresh ``(x, y)`` batches of ``task``, each with a length drawn
+    from ``lengths`` (an int or a list), all from one generator seeded by ``seed``."""
+    make, lengths = _task(task), _lengths(lengths)
+    generator = torch.Generator().manual_seed(seed)
+    while True:
+        n = lengths[int(torch.randint(len(lengths), (1,), generator=generator))]
+        yield make(batch_size, n, d_vocab, generator)

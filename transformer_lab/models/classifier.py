@@ -1,0 +1,70 @@
+"""A sequence classifier: a BERT encoder, a pooling of its positions, and a linear head."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from transformer_lab.models.bert import BertModel
+from transformer_lab.nn.pooling import mean_pool
+
+__all__ = ["SequenceClassifier"]
+
+POOLINGS = ("cls", "mean")
+
+
+class SequenceClassifier(nn.Module):
+    """An encoder with a classification head: pool, dropout, linear."""
+
+    def __init__(
+        self, encoder: BertModel, n_classes: int, pooling: str = "cls", dropout: float = 0.1
+    ):
+        super().__init__()
+        if not isinstance(encoder, BertModel):
+            raise TypeError(f"encoder must be a BertModel, got {type(encoder).__name__}")
+        if not isinstance(n_classes, int) or isinstance(n_classes, bool) or n_classes < 2:
+            raise ValueError(f"n_classes must be an int >= 2, got {n_classes!r}")
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        self.encoder, self.n_classes, self.pooling = encoder, n_classes, pooling
+        self.drop = nn.Dropout(dropout)
+        self.classifier = nn.Linear(encoder.cfg.d_model, n_classes)
+        with torch.no_grad():  # BERT's initialisation for the new layer
+            self.classifier.weight.normal_(0.0, encoder.cfg.init_std)
+            self.classifier.bias.zero_()
+
+    def features(self, input_ids, attention_mask=None, segment_ids=None) -> torch.Tensor:
+        """The pooled vector ``[batch, d_model]`` that the head classifies."""
+        out = self.encoder(input_ids, attention_mask, segment_ids, output_attentions=False)
+        if self.pooling == "cls":
+            return out.pooler_output  # tanh(W_p h_[CLS] + b_p)
+        return mean_pool(out.last_hidden_state, attention_mask)
+
+    def forward(self, input_ids, attention_mask=None, segment_ids=None) -> torch.Tensor:
+        pooled = self.features(input_ids, attention_mask, segment_ids)  # [batch, d_model]
+        return self.classifier(self.drop(pooled))  # [batch, n_classes]
+
+    def freeze_encoder(self) -> SequenceClassifier:
+        """Stop every encoder parameter from learning (a probe trains the head only)."""
+        self.encoder.requires_grad_(False)
+        return self
+
+    def unfreeze_encoder(self) -> SequenceClassifier:
+        self.encoder.requires_grad_(True)
+        return self
+
+    def parameter_groups(self, lr: float, encoder_lr: float | None = None) -> list[dict]:
+        """Optimizer groups: the head at ``lr``, the encoder at ``encoder_lr`` (default
+        ``lr``); frozen parameters are left out."""
+        encoder_lr = lr if encoder_lr is None else encoder_lr
+        for name, value in (("lr", lr), ("encoder_lr", encoder_lr)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        head = [p for p in self.classifier.parameters() if p.requires_grad]
+        body = [p for p in self.encoder.parameters() if p.requires_grad]
+        groups = [{"params": head, "lr": lr, "name": "head"}]
+        if body:
+            groups.append({"params": body, "lr": encoder_lr, "name": "encoder"})
+        return groups

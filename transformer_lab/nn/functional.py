@@ -1,0 +1,32 @@
+"""Small functions the layers share: the book's ``x @ W + b`` and an autocast test."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["affine"]
+
+
+def autocast_on(t: torch.Tensor) -> bool:
+    """Whether autocast is on for ``t``'s device (dtypes then legitimately differ)."""
+    try:
+        return torch.is_autocast_enabled(t.device.type)
+    except TypeError:  # torch < 2.4 takes no device type
+        return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
+
+
+def affine(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
+    """``x @ W + b`` for ``x [..., d_in]``, ``W [d_in, d_out]``: the book's layout
+    (``Q = X W_Q``). One fused matrix-multiply-and-add (``F.linear`` takes the transposed
+    weight of ``nn.Linear``), cheaper than a product and a separate addition."""
+    try:
+        return F.linear(x, W.T, b)
+    except (RuntimeError, AttributeError, TypeError) as err:  # checked on failure: hot path
+        shapes = [getattr(t, "shape", type(t).__name__) for t in (x, W, b)]
+        shapes = [tuple(s) if not isinstance(s, str) else s for s in shapes]
+        kind = ValueError if isinstance(err, RuntimeError) else TypeError
+        raise kind(
+            f"affine needs tensors x [..., d_in], W [d_in, d_out], b [d_out] or None of one "
+            f"dtype; got x {shapes[0]}, W {shapes[1]}, b {shapes[2]}"
+        ) from err

@@ -1,0 +1,121 @@
+"""Score functions of the recurrent seq2seq models (chapter 3): how well a decoder state
+matches each encoder state, as a dot product, a bilinear form or a small network, and
+``attend``, which turns the scores into weights and a context vector."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from transformer_lab.nn.attention import _check_score_inputs, _check_sizes, attention_weights
+from transformer_lab.nn.masks import check_mask
+
+__all__ = ["DotScore", "MultiplicativeScore", "AdditiveScore", "make_score", "attend"]
+
+
+class DotScore(nn.Module):
+    """Dot-product score ``s_j = h_dec . h_enc_j`` (Luong et al. 2015); needs equal sizes."""
+
+    def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        _check_score_inputs(query, keys)
+        if query.shape[-1] != keys.shape[-1]:
+            raise ValueError(
+                "dot score needs equal sizes: "
+                f"query has {query.shape[-1]}, keys have {keys.shape[-1]}"
+            )
+        return (keys @ query.unsqueeze(-1)).squeeze(-1)  # [batch, key_pos]
+
+
+class MultiplicativeScore(nn.Module):
+    """Multiplicative ("general") score ``s_j = h_dec^T W h_enc_j`` (Luong et al. 2015)."""
+
+    def __init__(self, d_query: int, d_key: int):
+        super().__init__()
+        _check_sizes(d_query=d_query, d_key=d_key)
+        self.W = nn.Parameter(torch.empty(d_query, d_key))
+        nn.init.xavier_uniform_(self.W)
+
+    def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        _check_score_inputs(query, keys, *self.W.shape)
+        projected = query @ self.W  # [batch, d_key]
+        return (keys @ projected.unsqueeze(-1)).squeeze(-1)  # [batch, key_pos]
+
+
+class AdditiveScore(nn.Module):
+    """Additive score ``s_j = v^T tanh(W_1 h_dec + W_2 h_enc_j)`` (Bahdanau et al. 2015)."""
+
+    def __init__(self, d_query: int, d_key: int, d_attn: int | None = None):
+        super().__init__()
+        _check_sizes(d_query=d_query, d_key=d_key)
+        d_attn = d_key if d_attn is None else d_attn
+        _check_sizes(d_attn=d_attn)
+        self.W_1 = nn.Linear(d_query, d_attn, bias=False)
+        self.W_2 = nn.Linear(d_key, d_attn, bias=True)
+        self.v = nn.Linear(d_attn, 1, bias=False)
+
+    def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        _check_score_inputs(query, keys, self.W_1.in_features, self.W_2.in_features)
+        hidden = torch.tanh(
+            self.W_1(query).unsqueeze(-2) + self.W_2(keys)
+        )  # [batch, key_pos, d_attn]
+        return self.v(hidden).squeeze(-1)  # [batch, key_pos]
+
+
+def make_score(kind: str, d_query: int, d_key: int) -> nn.Module:
+    """Build a score module by name: ``"dot"``, ``"multiplicative"`` or ``"additive"``."""
+    for name, value in (("d_query", d_query), ("d_key", d_key)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    kinds = {
+        "dot": lambda: DotScore(),
+        "multiplicative": lambda: MultiplicativeScore(d_query, d_key),
+        "additive": lambda: AdditiveScore(d_query, d_key),
+    }
+    if kind not in kinds:
+        raise ValueError(f"score kind must be one of {sorted(kinds)}, got {kind!r}")
+    return kinds[kind]()
+
+
+def attend(
+    score: nn.Module,
+    query: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor | None = None,
+    mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One decoder step of seq2seq attention: scores, softmax, weighted sum.
+
+    Args:
+        score: a score module (``DotScore``, ``MultiplicativeScore``, ``AdditiveScore``).
+        query: decoder state ``[batch, d_query]``.
+        keys: encoder states ``[batch, key_pos, d_key]``.
+        values: what is averaged, ``[batch, key_pos, d_value]``; the keys when None.
+        mask: bool ``[batch, key_pos]``, True for real (non-padding) source tokens.
+
+    Returns:
+        context ``[batch, d_value]`` and weights ``[batch, key_pos]`` (zeros for a row
+        with no real source token).
+    """
+    if not isinstance(score, nn.Module):
+        raise TypeError(
+            f"score must be a score module (see make_score), got {type(score).__name__}"
+        )
+    values = keys if values is None else values
+    scores = score(query, keys)  # [batch, key_pos]
+    if (
+        not isinstance(values, torch.Tensor)
+        or values.dim() != 3
+        or values.shape[:2] != keys.shape[:2]
+    ):
+        got = tuple(values.shape) if isinstance(values, torch.Tensor) else type(values).__name__
+        raise ValueError(
+            f"values must be [batch, key_pos, d_value] with [batch, key_pos]="
+            f"{tuple(keys.shape[:2])}, got {got}"
+        )
+    if values.dtype != scores.dtype:
+        raise TypeError(f"values have dtype {values.dtype} but the scores {scores.dtype}")
+    if mask is not None:
+        check_mask(mask, scores.shape)
+    weights = attention_weights(scores, mask)  # [batch, key_pos]
+    context = (weights.unsqueeze(-2) @ values).squeeze(-2)  # [batch, d_value]
+    return context, weights

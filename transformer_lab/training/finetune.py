@@ -1,0 +1,278 @@
+"""Adapting a pretrained encoder to a labelled task: a classification head, freezing, and
+a smaller learning rate for the encoder than for the head.
+
+:class:`SequenceClassifier` puts a linear layer on a :class:`~.models.bert.BertModel`::
+
+    clf = SequenceClassifier(encoder, n_classes=3, pooling="mean")   # or "cls"
+    logits = clf(input_ids, attention_mask)                          # [batch, n_classes]
+
+- ``pooling="cls"``: the pooled ``[CLS]`` vector, ``tanh(W_p h_[CLS] + b_p)`` (BERT's
+  pooler), the input of ``transformers``' ``BertForSequenceClassification``;
+- ``pooling="mean"``: the mean of the final vectors over the real tokens (what
+  all-MiniLM-L6-v2 was trained to produce).
+
+Then dropout and ``W_c p + b_c``. Three ways to get a classifier, all trained by
+:func:`transformer_lab.training.loop.train` with :func:`classification_loss`:
+
+- from scratch: a randomly initialised encoder, everything trained with one rate;
+- a probe: :meth:`SequenceClassifier.freeze_encoder`, only the head learns (its input
+  never changes, so :func:`encode_features` can compute it once);
+- fine-tuning: everything learns, the encoder with a smaller rate
+  (:meth:`SequenceClassifier.parameter_groups`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer_lab.checks import check_labels
+from transformer_lab.models.bert import BertModel
+from transformer_lab.models.classifier import SequenceClassifier
+from transformer_lab.pretrained.minilm import WordPieceTokenizer
+from transformer_lab.training.loop import TrainResult, to_device, train
+
+__all__ = [
+    "build_classifier",
+    "ClassificationBatch",
+    "tokenize_labelled",
+    "classification_batches",
+    "classification_loss",
+    "predict",
+    "accuracy",
+    "encode_features",
+    "warmup_linear",
+    "train_classifier",
+    "fit_probe",
+]
+
+METHODS = ("scratch", "probe", "finetune")
+
+
+def build_classifier(
+    encoder: BertModel, n_classes: int, method: str, *, pooling: str = "cls", seed: int = 0
+) -> SequenceClassifier:
+    """A classifier for one of the three ways to get one, on a *copy* of ``encoder``:
+
+    - ``"scratch"``: the encoder's architecture with fresh random weights;
+    - ``"probe"``: the pretrained weights, frozen;
+    - ``"finetune"``: the pretrained weights, trainable.
+
+    The random draws (a scratch encoder's weights, the new head) come from ``seed``."""
+    if not isinstance(encoder, BertModel):
+        raise TypeError(f"encoder must be a BertModel, got {type(encoder).__name__}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    torch.manual_seed(seed)
+    body = BertModel(encoder.cfg)
+    if method != "scratch":
+        body.load_state_dict(encoder.state_dict())
+    clf = SequenceClassifier(body, n_classes, pooling=pooling).to(next(encoder.parameters()).device)
+    return clf.freeze_encoder() if method == "probe" else clf
+
+
+@dataclass
+class ClassificationBatch:
+    """Token ids, mask and class labels of a batch."""
+
+    input_ids: torch.Tensor  # [batch, pos] int64
+    attention_mask: torch.Tensor  # [batch, pos] int64, 1 = real token
+    labels: torch.Tensor  # [batch] int64 class ids
+
+    def to(self, device) -> ClassificationBatch:
+        return ClassificationBatch(*(to_device(t, device) for t in self._tensors()))
+
+    def _tensors(self):
+        return self.input_ids, self.attention_mask, self.labels
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, rows) -> ClassificationBatch:
+        """Rows ``rows`` of the batch, trimmed to their longest sequence."""
+        ids, mask, labels = (t[rows] for t in self._tensors())
+        width = max(int(mask.sum(1).max()), 1) if len(labels) else ids.shape[1]
+        return ClassificationBatch(ids[:, :width], mask[:, :width], labels)
+
+
+def tokenize_labelled(
+    tokenizer: WordPieceTokenizer, texts: Sequence[str], labels: Sequence[int], max_length: int
+) -> ClassificationBatch:
+    """Tokenize ``texts`` (truncated to ``max_length`` tokens) with their ``labels``."""
+    if not isinstance(tokenizer, WordPieceTokenizer):
+        raise TypeError(f"tokenizer must be a WordPieceTokenizer, got {type(tokenizer).__name__}")
+    if isinstance(texts, str) or len(texts) != len(labels):
+        raise ValueError(
+            f"texts must be a list of strings as long as labels, got "
+            f"{type(texts).__name__} and {len(labels)} labels"
+        )
+    b = tokenizer(list(texts), max_length=max_length)
+    return ClassificationBatch(b.input_ids, b.attention_mask, torch.tensor(list(labels)))
+
+
+def classification_batches(
+    data: ClassificationBatch, batch_size: int, seed: int
+) -> Iterator[ClassificationBatch]:
+    """Endless shuffled mini-batches of ``data``: a new order every epoch, from ``seed``."""
+    if not isinstance(data, ClassificationBatch):
+        raise TypeError(f"data must be a ClassificationBatch, got {type(data).__name__}")
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    gen = torch.Generator().manual_seed(seed)
+    while True:
+        order = torch.randperm(len(data), generator=gen)
+        for start in range(0, len(data), batch_size):
+            yield data[order[start : start + batch_size]]
+
+
+def classification_loss(model: SequenceClassifier, batch: ClassificationBatch) -> torch.Tensor:
+    """Cross-entropy of ``model(batch.input_ids, batch.attention_mask)`` and the labels."""
+    logits = model(batch.input_ids, batch.attention_mask)  # [batch, n_classes]
+    check_labels(batch.labels, logits.shape[-1])
+    return F.cross_entropy(logits, batch.labels)
+
+
+@torch.no_grad()
+def predict(model: nn.Module, data: ClassificationBatch, batch_size: int = 64) -> torch.Tensor:
+    """Predicted classes ``[n]`` of ``model`` on ``data``, in eval mode."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module (a classifier), got {type(model).__name__}")
+    if not isinstance(data, ClassificationBatch):
+        raise TypeError(f"data must be a ClassificationBatch, got {type(data).__name__}")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    out = []
+    for start in range(0, len(data), batch_size):
+        b = data[slice(start, start + batch_size)].to(device)
+        out.append(model(b.input_ids, b.attention_mask).argmax(-1).cpu())
+    model.train(was_training)
+    return torch.cat(out)
+
+
+def accuracy(model: nn.Module, data: ClassificationBatch, batch_size: int = 64) -> float:
+    """Share of ``data`` that ``model`` classifies correctly."""
+    return (predict(model, data, batch_size) == data.labels).float().mean().item()
+
+
+@torch.no_grad()
+def encode_features(
+    model: SequenceClassifier, data: ClassificationBatch, batch_size: int = 64
+) -> torch.Tensor:
+    """The pooled vectors ``[n, d_model]`` of a (frozen) classifier's encoder, in eval mode."""
+    if not isinstance(model, SequenceClassifier):
+        raise TypeError(f"model must be a SequenceClassifier, got {type(model).__name__}")
+    if not isinstance(data, ClassificationBatch):
+        raise TypeError(f"data must be a ClassificationBatch, got {type(data).__name__}")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    out = []
+    for start in range(0, len(data), batch_size):
+        b = data[slice(start, start + batch_size)].to(device)
+        out.append(model.features(b.input_ids, b.attention_mask).cpu())
+    model.train(was_training)
+    return torch.cat(out)
+
+
+def warmup_linear(steps: int, warmup: float = 0.1) -> Callable[[int], float]:
+    """Learning-rate factor for ``train(lr_schedule=...)``: linear warmup over the first
+    ``warmup`` share of ``steps``, then linear decay to zero (BERT's schedule)."""
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    if not 0.0 <= warmup < 1.0:
+        raise ValueError(f"warmup must be a share in [0, 1), got {warmup!r}")
+    n_warm = max(1, math.ceil(warmup * steps))
+
+    def factor(step: int) -> float:
+        if step < n_warm:
+            return (step + 1) / n_warm
+        return max(0.0, (steps - step) / max(1, steps - n_warm))
+
+    return factor
+
+
+def train_classifier(
+    model: SequenceClassifier,
+    data: ClassificationBatch,
+    *,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    encoder_lr: float | None = None,
+    seed: int = 0,
+    weight_decay: float = 0.01,
+    warmup: float = 0.1,
+    progress: bool = False,
+    threads: int | None = None,
+) -> TrainResult:
+    """Train ``model`` on ``data`` for ``steps`` mini-batches with AdamW, the head at ``lr``
+    and the (unfrozen) encoder at ``encoder_lr``, warmup then linear decay, through
+    :func:`transformer_lab.training.loop.train`."""
+    if not isinstance(model, SequenceClassifier):
+        raise TypeError(f"model must be a SequenceClassifier, got {type(model).__name__}")
+    groups = model.parameter_groups(lr, encoder_lr)
+    fused = next(model.parameters()).device.type in ("cpu", "cuda")
+    optimizer = torch.optim.AdamW(groups, weight_decay=weight_decay, fused=fused)
+    return train(
+        model,
+        classification_batches(data, batch_size, seed),
+        classification_loss,
+        steps=steps,
+        optimizer=optimizer,
+        lr_schedule=warmup_linear(steps, warmup),
+        seed=seed,
+        progress=progress,
+        desc="fine-tuning" if len(groups) > 1 else "training the head",
+        threads=threads,
+    )
+
+
+def fit_probe(
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    n_classes: int,
+    *,
+    steps: int = 300,
+    lr: float = 0.01,
+    weight_decay: float = 0.01,
+    seed: int = 0,
+) -> nn.Linear:
+    """A linear classifier on fixed ``features [n, d]``: the features are standardised
+    (training mean and standard deviation), a linear layer is trained full-batch with
+    AdamW through :func:`transformer_lab.training.loop.train`, and the standardisation is folded
+    into the returned ``nn.Linear(d, n_classes)``, which acts on raw features (and so can
+    replace the head of a :class:`SequenceClassifier`)."""
+    if not isinstance(features, torch.Tensor) or features.dim() != 2:
+        got = tuple(features.shape) if isinstance(features, torch.Tensor) else features
+        raise ValueError(f"features must be a [n, d] tensor, got {got}")
+    if not isinstance(labels, torch.Tensor) or labels.shape != features.shape[:1]:
+        got = tuple(labels.shape) if isinstance(labels, torch.Tensor) else labels
+        raise ValueError(f"labels must be [n] = {tuple(features.shape[:1])}, got {got}")
+    check_labels(labels, n_classes)
+    mu = features.mean(0)
+    sigma = features.std(0, unbiased=False).clamp_min(1e-6)
+    z = (features - mu) / sigma  # [n, d]
+    torch.manual_seed(seed)
+    linear = nn.Linear(features.shape[1], n_classes)
+    optimizer = torch.optim.AdamW(linear.parameters(), lr=lr, weight_decay=weight_decay)
+    train(
+        linear,
+        [(z, labels)] * steps,
+        lambda m, b: F.cross_entropy(m(b[0]), b[1]),
+        steps=steps,
+        optimizer=optimizer,
+        seed=seed,
+        progress=False,
+        grad_clip=None,
+    )
+    folded = nn.Linear(features.shape[1], n_classes)
+    with torch.no_grad():  # W (x - mu) / sigma + b = (W / sigma) x + (b - W mu / sigma)
+        folded.weight.copy_(linear.weight / sigma)
+        folded.bias.copy_(linear.bias - (linear.weight / sigma) @ mu)
+    return folded

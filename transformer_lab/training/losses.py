@@ -1,0 +1,51 @@
+"""Losses the training loop minimises: next-token cross-entropy for decoders and seq2seq."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer_lab.checks import check_labels
+
+__all__ = ["seq2seq_loss", "lm_loss"]
+
+
+def seq2seq_loss(model: nn.Module, batch) -> torch.Tensor:
+    """Teacher-forced cross-entropy of a sequence-to-sequence model.
+
+    ``model(batch.src, batch.tgt_in)`` must return logits ``[batch, tgt_pos, d_vocab]``;
+    the loss is the mean over target tokens that are not padding (``batch.pad_id``).
+    """
+    for attr in ("src", "tgt_in", "tgt_out", "pad_id"):
+        if not hasattr(batch, attr):
+            raise TypeError(
+                f"batch must have src, tgt_in, tgt_out and pad_id (a numbers.Batch), "
+                f"got {type(batch).__name__} without {attr}"
+            )
+    logits = model(batch.src, batch.tgt_in)  # [batch, tgt_pos, d_vocab]
+    if logits.shape[:2] != batch.tgt_out.shape:
+        raise ValueError(
+            f"model returned logits of shape {tuple(logits.shape)} for targets of shape "
+            f"{tuple(batch.tgt_out.shape)}; expected [batch, tgt_pos, d_vocab]"
+        )
+    check_labels(batch.tgt_out, logits.shape[-1], ignore_index=batch.pad_id)
+    return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=batch.pad_id)
+
+
+def lm_loss(model: nn.Module, batch) -> torch.Tensor:
+    """Mean next-token cross-entropy (nats per token) of ``model`` on ``batch = (x, y)``,
+    where ``y`` is ``x`` shifted one position to the left."""
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        raise TypeError(
+            f"batch must be a pair (x, y) of token-id tensors, got {type(batch).__name__}"
+        )
+    x, y = batch
+    logits = model(x)  # [batch, pos, d_vocab]
+    if not isinstance(y, torch.Tensor) or logits.shape[:-1] != y.shape:
+        got = tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__
+        raise ValueError(
+            f"targets y must have the shape of x {tuple(logits.shape[:-1])}, got {got}"
+        )
+    check_labels(y, logits.shape[-1])
+    return F.cross_entropy(logits.flatten(0, 1), y.flatten())

