@@ -19,8 +19,9 @@ import torch
 
 import transformer_lab
 from transformer_lab.data import scenes
+from transformer_lab.device import num_threads
 from transformer_lab.models.captioner import Captioner, CaptionerConfig, caption_accuracy
-from transformer_lab.training.loop import num_threads, train
+from transformer_lab.training.loop import train
 from transformer_lab.training.losses import seq2seq_loss
 
 STEPS, BATCH_SIZE, LR = 250, 64, 5e-3  # as in chapter 3

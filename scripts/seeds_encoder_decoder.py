@@ -24,10 +24,11 @@ import torch
 
 import transformer_lab
 from transformer_lab.data import numbers
+from transformer_lab.device import num_threads
 from transformer_lab.generation.search import greedy_decode
 from transformer_lab.models import EncoderDecoder, TransformerConfig
 from transformer_lab.models.rnn import Seq2Seq, Seq2SeqConfig
-from transformer_lab.training.loop import num_threads, train
+from transformer_lab.training.loop import train
 
 TARGET, ROUND, MAX_STEPS = 0.80, 25, 400
 BINS = [1, 5, 9, 13, 17, 21, 24]

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer_lab import capture
+from transformer_lab.device import num_threads
 from transformer_lab.models.bert import IGNORE_INDEX, BertConfig, BertForPreTraining, BertModel
 from transformer_lab.nn.blocks import EncoderBlock
 from transformer_lab.pretrained.minilm import load_hf_bert_weights
-from transformer_lab.training.loop import num_threads
 
 ATOL = 1e-5
 CFG = BertConfig(d_vocab=50, d_model=32, n_heads=4, d_mlp=64, n_layers=2, max_pos=16, dropout=0.0)

@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch import nn
 
+from transformer_lab.device import num_threads
 from transformer_lab.generation.search import (
     beam_hypotheses,
     beam_search,
@@ -18,7 +19,6 @@ from transformer_lab.generation.search import (
     sequence_score,
 )
 from transformer_lab.models import EncoderDecoder, TransformerConfig
-from transformer_lab.training.loop import num_threads
 
 PAD, BOS, EOS = 0, 1, 2
 

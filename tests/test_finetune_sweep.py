@@ -22,8 +22,8 @@ import pytest
 import torch
 
 from transformer_lab.data.genres import genre_task, sample_labelled
+from transformer_lab.device import num_threads
 from transformer_lab.training.finetune import encode_features, tokenize_labelled
-from transformer_lab.training.loop import num_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 JSON = ROOT / "transformer_lab" / "assets" / "finetune_sweep.json"

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer_lab.data.toy import IGNORE, TASKS, neighbours, previous_token, toy_batches
+from transformer_lab.device import num_threads
 from transformer_lab.hooks import run_with_cache
 from transformer_lab.models.toy import TinyTransformer, ToyConfig
-from transformer_lab.training.loop import num_threads
 from transformer_lab.training.toy import accuracy, toy_loss, train_toy
 
 

@@ -5,7 +5,8 @@ import torch
 from torch import nn
 
 from transformer_lab.data.numbers import Batch
-from transformer_lab.training.loop import TrainResult, evaluate, num_threads, to_device, train
+from transformer_lab.device import num_threads
+from transformer_lab.training.loop import TrainResult, evaluate, to_device, train
 from transformer_lab.training.losses import seq2seq_loss
 
 

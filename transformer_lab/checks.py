@@ -1,8 +1,95 @@
-"""Argument checks shared by the package: each is one line at the call site."""
+"""Argument checks shared by the package: each is one line at the call site.
+
+Every check raises a ``ValueError`` or ``TypeError`` whose message names the argument,
+what was expected and what came ("d_model must be a positive int, got 0"), and returns
+the value it checked, so a call site can read ``n = positive_int(n, "n")``. ``bool`` is
+never an int here: ``True`` is refused wherever an int or a number is asked for.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Collection
+
 import torch
+
+__all__ = [
+    "is_int",
+    "positive_int",
+    "non_negative_int",
+    "positive_number",
+    "non_negative_number",
+    "fraction",
+    "one_of",
+    "floating_tensor",
+    "check_labels",
+    "check_token_batch",
+    "check_token_range",
+]
+
+
+def is_int(value) -> bool:
+    """An ``int`` that is not a ``bool``."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def positive_int(value, name: str) -> int:
+    """``value`` if it is an int >= 1, else "``name`` must be a positive int, got ..."."""
+    if not is_int(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def non_negative_int(value, name: str) -> int:
+    """``value`` if it is an int >= 0, else "``name`` must be a non-negative int, got ..."."""
+    if not is_int(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return value
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def positive_number(value, name: str) -> float:
+    """``value`` if it is a finite number > 0, else "``name`` must be a positive number"."""
+    if not _is_number(value) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return value
+
+
+def non_negative_number(value, name: str) -> float:
+    """``value`` if it is a finite number >= 0."""
+    if not _is_number(value) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+    return value
+
+
+def fraction(value, name: str, *, closed: bool = True) -> float:
+    """``value`` if it is a number in [0, 1] (``closed=False``: in [0, 1))."""
+    ok = _is_number(value) and 0 <= value <= 1 and (closed or value < 1)
+    if not ok:
+        interval = "[0, 1]" if closed else "[0, 1)"
+        raise ValueError(f"{name} must be in {interval}, got {value!r}")
+    return value
+
+
+def one_of(value, choices: Collection, name: str):
+    """``value`` if it is one of ``choices``, else "``name`` must be one of ..., got ..."."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def floating_tensor(value, name: str, dim: int | None = None, shape: str = "") -> torch.Tensor:
+    """``value`` if it is a floating-point tensor (with ``dim`` dimensions when given;
+    ``shape`` names them in the message, e.g. "[batch, pos, d_model]")."""
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+        got = getattr(value, "dtype", type(value).__name__)
+        raise TypeError(f"{name} must be a floating-point tensor, got {got}")
+    if dim is not None and value.dim() != dim:
+        raise ValueError(f"{name} must be {shape or f'{dim}-d'}, got {tuple(value.shape)}")
+    return value
 
 
 def check_labels(labels: torch.Tensor, n_classes: int, ignore_index: int | None = None) -> None:

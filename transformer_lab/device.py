@@ -1,14 +1,17 @@
-"""Choosing a device and seeding every random number generator the book uses."""
+"""Where and how code runs: choosing a device, seeding every random number generator the
+book uses, the number of CPU threads, and evaluation mode for a block of code."""
 
 from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
 
-__all__ = ["device", "seed_everything", "check_device"]
+__all__ = ["device", "seed_everything", "check_device", "num_threads", "evaluating"]
 
 
 def check_device(choice, name: str = "device") -> torch.device:
@@ -77,3 +80,39 @@ def seed_everything(seed: int = 0, deterministic: bool = False) -> torch.Generat
     generator = torch.Generator()
     generator.manual_seed(seed)
     return generator
+
+
+@contextmanager
+def num_threads(n: int | None) -> Iterator[None]:
+    """Run the block with ``n`` intra-op CPU threads (``torch.set_num_threads``), restoring
+    the previous number afterwards; ``None`` leaves it alone.
+
+    Small models (a GRU with 128 units, batches of 64) gain little from a second thread,
+    and on a busy machine threads that wait for each other can make every step several
+    times slower; one thread is then the faster and steadier choice.
+    """
+    if n is None:
+        yield
+        return
+    if not isinstance(n, int) or n <= 0:
+        raise ValueError(f"the number of threads must be a positive int, got {n!r}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextmanager
+def evaluating(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
+    """Run the block with ``model`` in evaluation mode (dropout off), then put back the mode
+    it had: ``with evaluating(model): ...``."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)

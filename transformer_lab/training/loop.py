@@ -25,14 +25,13 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
-from transformer_lab.device import check_device, seed_everything
+from transformer_lab.device import check_device, num_threads, seed_everything
 from transformer_lab.training import distributed
 from transformer_lab.training.checkpoint import (
     load_checkpoint,
@@ -82,28 +81,6 @@ def to_device(batch, device):
     if isinstance(batch, dict):
         return {k: to_device(v, device) for k, v in batch.items()}
     return batch
-
-
-@contextmanager
-def num_threads(n: int | None) -> Iterator[None]:
-    """Run the block with ``n`` intra-op CPU threads (``torch.set_num_threads``), restoring
-    the previous number afterwards; ``None`` leaves it alone.
-
-    Small models (a GRU with 128 units, batches of 64) gain little from a second thread,
-    and on a busy machine threads that wait for each other can make every step several
-    times slower; one thread is then the faster and steadier choice.
-    """
-    if n is None:
-        yield
-        return
-    if not isinstance(n, int) or n <= 0:
-        raise ValueError(f"the number of threads must be a positive int, got {n!r}")
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _model_device(model: nn.Module) -> torch.device:

@@ -25,7 +25,8 @@ from torch import nn
 
 from transformer_lab.checks import check_labels
 from transformer_lab.data.toy import IGNORE, _task, toy_batches
-from transformer_lab.training.loop import TrainResult, num_threads, train
+from transformer_lab.device import num_threads
+from transformer_lab.training.loop import TrainResult, train
 
 __all__ = ["toy_loss", "train_toy", "accuracy"]
 
@@ -66,7 +67,7 @@ def train_toy(
     """Fit ``model`` with :func:`transformer_lab.training.loop.train` (Adam) on ``steps`` fresh
     batches of ``task``. On the CPU it runs on one thread: these models are so small that
     splitting each operation across threads costs more than it saves (see
-    :func:`transformer_lab.training.loop.num_threads`). Other keyword arguments go to ``train``
+    :func:`transformer_lab.device.num_threads`). Other keyword arguments go to ``train``
     (``grad_clip=None``, ``eval_fn=...``)."""
     _check_toy_model(model)
     batches = toy_batches(

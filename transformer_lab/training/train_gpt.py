@@ -32,11 +32,11 @@ from pathlib import Path
 import torch
 
 from transformer_lab.data import shakespeare
+from transformer_lab.device import num_threads
 from transformer_lab.generation.sampling import generate
 from transformer_lab.models.gpt import GPT
 from transformer_lab.training import distributed
 from transformer_lab.training.gpt import PRESETS, evaluate_lm, preset, train_gpt
-from transformer_lab.training.loop import num_threads
 from transformer_lab.training.losses import lm_loss
 
 __all__ = ["main", "parse_args"]
