@@ -26,11 +26,14 @@ from transformer_lab import viz as V
 from transformer_lab.analysis import head_patterns as ANALYSIS_HEAD_PATTERNS
 from transformer_lab.analysis import sequential_depth as PA
 from transformer_lab.analysis import word_vectors as E
+from transformer_lab.data import cache as CACHE
 from transformer_lab.data import genres as GR
 from transformer_lab.data import mlm as MLM
+from transformer_lab.data import number_words as NW
 from transformer_lab.data import numbers as NU
 from transformer_lab.data import scenes as SC
 from transformer_lab.data import shakespeare as SH
+from transformer_lab.data import tokenizers as TK
 from transformer_lab.data import toy as DATA_TOY
 from transformer_lab.generation import sampling as G
 from transformer_lab.generation import search as D
@@ -1054,30 +1057,30 @@ case(
     "device must name a device such as 'cpu', 'cuda' or 'mps', got 'tpu:x'",
 )
 case(
-    E.Vocabulary,
-    lambda: E.Vocabulary(["a", "a"]),
+    TK.Vocabulary,
+    lambda: TK.Vocabulary(["a", "a"]),
     ValueError,
     "token 'a' appears twice (at 0 and 1)",
 )
 case(
-    E.Vocabulary,
-    lambda: E.Vocabulary(["a"]).encode("a"),
+    TK.Vocabulary,
+    lambda: TK.Vocabulary(["a"]).encode("a"),
     TypeError,
     "tokens must be a list of tokens; a str would be read character by",
 )
 case(
-    E.Vocabulary,
-    lambda: E.Vocabulary(["a"]).encode(["b"]),
+    TK.Vocabulary,
+    lambda: TK.Vocabulary(["a"]).encode(["b"]),
     ValueError,
     "not in the vocabulary: ['b']",
 )
 case(
-    E.Vocabulary,
-    lambda: E.Vocabulary(["a"]).decode([3]),
+    TK.Vocabulary,
+    lambda: TK.Vocabulary(["a"]).decode([3]),
     ValueError,
     "indices [3] are outside 0..0",
 )
-case(E.Vocabulary, lambda: E.Vocabulary([1, 2]), TypeError, "tokens must be strings, got [1, 2]")
+case(TK.Vocabulary, lambda: TK.Vocabulary([1, 2]), TypeError, "tokens must be strings, got [1, 2]")
 case(
     E.one_hot,
     lambda: E.one_hot(ids(1, 5), 3),
@@ -1113,13 +1116,13 @@ case(
 )
 case(
     E.nearest,
-    lambda: E.nearest("a", f(4, 2), E.Vocabulary("abcd"), k=0),
+    lambda: E.nearest("a", f(4, 2), TK.Vocabulary("abcd"), k=0),
     ValueError,
     "k must be an int in [1, 3], got 0",
 )
 case(
     E.nearest,
-    lambda: E.nearest("z", f(4, 2), E.Vocabulary("abcd")),
+    lambda: E.nearest("z", f(4, 2), TK.Vocabulary("abcd")),
     ValueError,
     "k must be an int in [1, 3], got 5",
 )
@@ -1388,14 +1391,14 @@ case(
     "need n_train > 0 and n_val, n_test >= 0, got -1, 500, 2000",
 )
 case(
-    NU.Vocab,
-    lambda: NU.Vocab(["a"]).encode("a"),
+    TK.Vocab,
+    lambda: TK.Vocab(["a"]).encode("a"),
     TypeError,
     "encode takes a list of tokens, not a string; use tokenize() first",
 )
 case(
-    NU.Vocab,
-    lambda: NU.Vocab(["a"]).decode([99]),
+    TK.Vocab,
+    lambda: TK.Vocab(["a"]).decode([99]),
     ValueError,
     "id 99 is outside the vocabulary of 5 tokens",
 )
@@ -1406,25 +1409,25 @@ case(
     "config must be a NumbersConfig, got NoneType",
 )
 case(
-    NU.number_to_words,
-    lambda: NU.number_to_words(-5, "en"),
+    NW.number_to_words,
+    lambda: NW.number_to_words(-5, "en"),
     ValueError,
     "number must be in [0, 10**16), got -5",
 )
 case(
-    NU.number_to_words,
-    lambda: NU.number_to_words(1.5, "en"),
+    NW.number_to_words,
+    lambda: NW.number_to_words(1.5, "en"),
     TypeError,
     "number must be an int, got float",
 )
 case(
-    NU.number_to_words,
-    lambda: NU.number_to_words(5, "xx"),
+    NW.number_to_words,
+    lambda: NW.number_to_words(5, "xx"),
     ValueError,
     "language must be one of ('en', 'de', 'fr'), got 'xx'",
 )
-case(NU.tokenize, lambda: NU.tokenize(None, "en"), TypeError, "text must be a str, got NoneType")
-case(NU.split_german, lambda: NU.split_german(None), TypeError, "word must be a str, got NoneType")
+case(NW.tokenize, lambda: NW.tokenize(None, "en"), TypeError, "text must be a str, got NoneType")
+case(NW.split_german, lambda: NW.split_german(None), TypeError, "word must be a str, got NoneType")
 case(
     NU.load,
     lambda: NU.load(n_train=-1),
@@ -1486,23 +1489,23 @@ case(
     "38 plays cannot hold out 1000000000 characters",
 )
 case(
-    SH.CharTokenizer,
-    lambda: SH.CharTokenizer("ab").encode("abz"),
+    TK.CharTokenizer,
+    lambda: TK.CharTokenizer("ab").encode("abz"),
     ValueError,
     "character 'z' is not in the vocabulary",
 )
 case(
-    SH.CharTokenizer,
-    lambda: SH.CharTokenizer("ab").decode([5]),
+    TK.CharTokenizer,
+    lambda: TK.CharTokenizer("ab").decode([5]),
     ValueError,
     "ids must be in [0, 2), got [5]",
 )
 case(
-    SH.CharTokenizer, lambda: SH.CharTokenizer(None), TypeError, "chars must be a str, got NoneType"
+    TK.CharTokenizer, lambda: TK.CharTokenizer(None), TypeError, "chars must be a str, got NoneType"
 )
 case(
-    SH.BPETokenizer,
-    lambda: SH.BPETokenizer(None),
+    TK.BPETokenizer,
+    lambda: TK.BPETokenizer(None),
     TypeError,
     "tokenizer must be a tokenizers.Tokenizer, got NoneType",
 )
@@ -1744,8 +1747,7 @@ case(
 
 # Functions of no argument: an argument is Python's own clear TypeError.
 for fn in (
-    NU.cache_dir,
-    SH.cache_dir,
+    CACHE.cache_dir,
     SH.char_tokenizer,
     SH.load_plays,
     E.minilm_token_embeddings,
@@ -1757,7 +1759,7 @@ for fn in (
 
 case(
     E.nearest,
-    lambda: E.nearest(f(3), f(4, 2), E.Vocabulary(["a", "b", "c", "d"]), k=2),
+    lambda: E.nearest(f(3), f(4, 2), TK.Vocabulary(["a", "b", "c", "d"]), k=2),
     ValueError,
     "a query vector must be [d_model]=[2], got (3,)",
 )
@@ -1817,13 +1819,13 @@ case(
 )
 case(
     E.analogy,
-    lambda: E.analogy("a", "b", "z", f(4, 2), E.Vocabulary("abcd")),
+    lambda: E.analogy("a", "b", "z", f(4, 2), TK.Vocabulary("abcd")),
     ValueError,
     "not single tokens of the vocabulary: ['z']",
 )
 case(
     E.analogy_rank,
-    lambda: E.analogy_rank("a", "b", "c", "a", f(4, 2), E.Vocabulary("abcd")),
+    lambda: E.analogy_rank("a", "b", "c", "a", f(4, 2), TK.Vocabulary("abcd")),
     ValueError,
     "expected='a' is one of the question's words",
 )

@@ -1,4 +1,4 @@
-"""Vocabulary, one-hot vectors, similarity measures and the MiniLM token embeddings."""
+"""One-hot vectors, similarity measures and the MiniLM token embeddings."""
 
 from __future__ import annotations
 
@@ -9,30 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer_lab.analysis.word_vectors import (
-    Vocabulary,
     cosine_similarity,
     euclidean_distance,
     minilm_token_embeddings,
     nearest,
     one_hot,
 )
+from transformer_lab.data.tokenizers import Vocabulary
 
 # float32 tolerances for sums over a few hundred products
 TOL = {"rtol": 1e-5, "atol": 1e-6}
-
-
-def test_vocabulary_round_trip_and_errors():
-    vocab = Vocabulary(["[PAD]", "thanks", "for", "all", "the"])
-    ids = vocab.encode(["thanks", "for", "all", "the"])
-    assert ids.tolist() == [1, 2, 3, 4] and ids.dtype == torch.long
-    assert vocab.decode(ids) == ["thanks", "for", "all", "the"]
-    assert len(vocab) == 5 and "the" in vocab and "fish" not in vocab
-    with pytest.raises(KeyError, match="fish"):
-        vocab.encode(["fish"])
-    with pytest.raises(IndexError, match="outside"):
-        vocab.decode([5])
-    with pytest.raises(ValueError, match="twice"):
-        Vocabulary(["a", "b", "a"])
 
 
 @settings(max_examples=25, deadline=None)

@@ -1,4 +1,5 @@
-"""Tests of transformer_lab.analysis.sequential_depth: dependency chains, multiply-adds and timing."""
+"""Tests of transformer_lab.analysis.sequential_depth: dependency chains, multiply-adds
+and timing."""
 
 import pytest
 import torch

@@ -186,3 +186,20 @@ def test_every_torch_load_is_weights_only():
     for path in root.rglob("*.py"):
         for call in re.findall(r"torch\.load\([^)]*\)", path.read_text()):
             assert "weights_only=True" in call, f"{path.name}: {call}"
+
+
+def test_spoken_lines_leave_out_speaker_names():
+    text = (
+        "HAMLET:\nTo be, or not to be,\nthat is the question.\n\n"
+        "A song with no speaker.\n\nFirst Lord:\nMy lord.\n"
+    )
+    assert sh.spoken_lines(text) == [
+        "To be, or not to be,",
+        "that is the question.",
+        "A song with no speaker.",
+        "My lord.",
+    ]
+    macbeth = dict(sh.load_plays())["Macbeth"]
+    assert sh.spoken_lines(macbeth)[0] == "When shall we three meet again"
+    with pytest.raises(TypeError, match="text must be a str, got NoneType"):
+        sh.spoken_lines(None)

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from transformer_lab.analysis.word_vectors import (
-    Vocabulary,
     analogy,
     analogy_rank,
     group_separation,
     pca_2d,
 )
+from transformer_lab.data.tokenizers import Vocabulary
 from transformer_lab.viz.word_map import word_map_plotly
 
 

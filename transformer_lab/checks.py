@@ -15,13 +15,20 @@ import torch
 
 __all__ = [
     "is_int",
+    "integer",
     "positive_int",
     "non_negative_int",
     "positive_number",
     "non_negative_number",
+    "finite_number",
     "fraction",
     "one_of",
+    "instance_of",
+    "torch_tensor",
+    "torch_module",
     "floating_tensor",
+    "token_ids",
+    "token_batch",
     "check_labels",
     "check_token_batch",
     "check_token_range",
@@ -31,6 +38,18 @@ __all__ = [
 def is_int(value) -> bool:
     """An ``int`` that is not a ``bool``."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def integer(value, name: str, minimum: int | None = None) -> int:
+    """``value`` if it is an int (at least ``minimum`` when given): a TypeError "``name``
+    must be an int, got float" for another type, a ValueError "``name`` must be positive,
+    got 0" (``minimum=1``) or "``name`` must be >= 2, got 1" for one too small."""
+    if not is_int(value):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if minimum is not None and value < minimum:
+        bound = "positive" if minimum == 1 else f">= {minimum}"
+        raise ValueError(f"{name} must be {bound}, got {value}")
+    return value
 
 
 def positive_int(value, name: str) -> int:
@@ -65,6 +84,25 @@ def non_negative_number(value, name: str) -> float:
     return value
 
 
+def finite_number(
+    value, name: str, *, above: float | None = None, at_least: float | None = None
+) -> float:
+    """``value`` if it is a finite int or float (``> above``, ``>= at_least`` when given): a
+    TypeError "``name`` must be a number, got str" for another type, else a ValueError
+    "``name`` must be a positive finite number, got 0" (``above=0``), "... a finite number
+    > 1" or "... a finite number >= 0"."""
+    if not _is_number(value):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    low_ok = (above is None or value > above) and (at_least is None or value >= at_least)
+    if not (low_ok and math.isfinite(value)):
+        if above is not None:
+            want = "a positive finite number" if above == 0 else f"a finite number > {above}"
+        else:
+            want = "a finite number" + (f" >= {at_least}" if at_least is not None else "")
+        raise ValueError(f"{name} must be {want}, got {value!r}")
+    return value
+
+
 def fraction(value, name: str, *, closed: bool = True) -> float:
     """``value`` if it is a number in [0, 1] (``closed=False``: in [0, 1))."""
     ok = _is_number(value) and 0 <= value <= 1 and (closed or value < 1)
@@ -75,20 +113,67 @@ def fraction(value, name: str, *, closed: bool = True) -> float:
 
 
 def one_of(value, choices: Collection, name: str):
-    """``value`` if it is one of ``choices``, else "``name`` must be one of ..., got ..."."""
+    """``value`` if it is one of ``choices``, else "``name`` must be one of ('a', 'b'), got
+    'c'" (a list of choices is shown as a list: pass ``sorted(table)`` for sorted names)."""
     if value not in choices:
-        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+        shown = choices if isinstance(choices, (list, tuple)) else tuple(choices)
+        raise ValueError(f"{name} must be one of {shown}, got {value!r}")
+    return value
+
+
+def instance_of(value, types: type | tuple[type, ...], name: str, what: str = ""):
+    """``value`` if it is an instance of ``types``, else a TypeError "``name`` must be a
+    Scene, got str" (``what`` replaces "a Scene", e.g. "an nn.Module")."""
+    if not isinstance(value, types):
+        names = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+        what = what or ("an " if names[0].lower() in "aeiou" else "a ") + names
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    return value
+
+
+def torch_module(value, cls: type[torch.nn.Module]):
+    """``value`` if it is a ``cls``, a PyTorch layer whose weights the package copies, else a
+    TypeError "expected nn.LayerNorm, got Linear"."""
+    if not isinstance(value, cls):
+        raise TypeError(f"expected nn.{cls.__name__}, got {type(value).__name__}")
+    return value
+
+
+def torch_tensor(value, name: str) -> torch.Tensor:
+    """``value`` if it is a tensor, else a TypeError "``name`` must be a torch.Tensor, got list"."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     return value
 
 
 def floating_tensor(value, name: str, dim: int | None = None, shape: str = "") -> torch.Tensor:
-    """``value`` if it is a floating-point tensor (with ``dim`` dimensions when given;
-    ``shape`` names them in the message, e.g. "[batch, pos, d_model]")."""
+    """``value`` if it is a floating-point tensor (with ``dim`` dimensions when given);
+    ``shape`` names the dimensions in the messages: "x must be a floating-point tensor
+    [batch, pos, d_model], got torch.int64", "x must be [batch, pos, d_model], got (2, 3)"."""
     if not isinstance(value, torch.Tensor) or not value.is_floating_point():
         got = getattr(value, "dtype", type(value).__name__)
-        raise TypeError(f"{name} must be a floating-point tensor, got {got}")
+        expected = f"a floating-point tensor {shape}" if shape else "a floating-point tensor"
+        raise TypeError(f"{name} must be {expected}, got {got}")
     if dim is not None and value.dim() != dim:
         raise ValueError(f"{name} must be {shape or f'{dim}-d'}, got {tuple(value.shape)}")
+    return value
+
+
+def token_ids(value, name: str = "idx") -> torch.Tensor:
+    """``value`` if it is a tensor of token ids (int64 or int32, what ``nn.Embedding``
+    takes), else a TypeError "idx must be an integer tensor of token ids, got float32"."""
+    if not isinstance(value, torch.Tensor) or value.dtype not in (torch.long, torch.int):
+        got = getattr(value, "dtype", type(value).__name__)
+        raise TypeError(f"{name} must be an integer tensor of token ids, got {got}")
+    return value
+
+
+def token_batch(value, name: str = "idx") -> torch.Tensor:
+    """``value`` if it is a :func:`token_ids` tensor ``[batch, pos]`` with ``pos >= 1``."""
+    if token_ids(value, name).dim() != 2 or value.shape[1] == 0:
+        raise ValueError(
+            f"{name} must be [batch, pos] with pos >= 1, got shape {tuple(value.shape)}"
+        )
     return value
 
 
@@ -114,11 +199,7 @@ def check_token_batch(idx, n_ctx: int, d_vocab: int, offset: int = 0, hint: str 
     """Check a decoder's input: an integer tensor ``[batch, pos]``, ``pos >= 1``, that fits
     the context after ``offset`` cached positions, with ids in ``[0, d_vocab)``. ``hint`` is
     appended to the context-length message."""
-    if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.long, torch.int):
-        got = getattr(idx, "dtype", type(idx).__name__)
-        raise TypeError(f"idx must be an integer tensor of token ids, got {got}")
-    if idx.dim() != 2 or idx.shape[1] == 0:
-        raise ValueError(f"idx must be [batch, pos] with pos >= 1, got shape {tuple(idx.shape)}")
+    token_batch(idx, "idx")
     if offset + idx.shape[1] > n_ctx:
         raise ValueError(
             f"{offset + idx.shape[1]} positions exceed the context length n_ctx={n_ctx}{hint}"
@@ -135,3 +216,42 @@ def check_token_range(ids: torch.Tensor, d_vocab: int, name: str = "token ids") 
     low, high = int(low), int(high)
     if low < 0 or high >= d_vocab:
         raise ValueError(f"{name} must be in [0, {d_vocab}), got values from {low} to {high}")
+
+
+def index_in(value, size: int, name: str, what: str = "") -> int:
+    """``value`` if it is an int in ``[0, size)``, else "``name``=5 is not in 0..2", or
+    with ``what`` (e.g. "a slider index"): "``name``=5 is not a slider index (0..2)"."""
+    from numbers import Integral  # numpy's integers count; bool does not
+
+    if not isinstance(value, Integral) or isinstance(value, bool) or not 0 <= value < size:
+        span = f"0..{size - 1}"
+        raise ValueError(f"{name}={value} is not " + (f"{what} ({span})" if what else f"in {span}"))
+    return value
+
+
+def string(value, name: str) -> str:
+    """``value`` if it is a ``str``, else a TypeError "``name`` must be a str, got int"."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    return value
+
+
+def positive(value, name: str) -> float:
+    """``value`` if it is a finite number > 0, else a ValueError "``name`` must be positive,
+    got nan" (an infinity: "``name`` must be a positive finite number, got inf"), or a
+    TypeError for a value that is not a number. The wording of the models' epsilons and
+    standard deviations; :func:`finite_number` with ``above=0`` says "a positive finite
+    number" in every case."""
+    if not _is_number(value):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not value > 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+    return finite_number(value, name, above=0)
+
+
+def int_at_least(value, least: int, name: str) -> int:
+    """``value`` if it is an int >= ``least``, else a ValueError "``name`` must be an int
+    >= 0, got -1" (one message for a wrong type and a value too small)."""
+    if not is_int(value) or value < least:
+        raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
+    return value

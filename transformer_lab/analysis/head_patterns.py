@@ -8,6 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from transformer_lab.checks import positive_int
+
 __all__ = [
     "PATTERN_KINDS",
     "stack_attentions",
@@ -72,6 +74,14 @@ def _words(tokens: Sequence[str]) -> list[str]:
     return [text[w] for w in ids]
 
 
+def _attentions_and_tokens(attentions, tokens: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """The stacked attention ``[n_layers, n_heads, pos, pos]`` and its ``pos`` tokens."""
+    A, tokens = stack_attentions(attentions), list(tokens)
+    if len(tokens) != A.shape[-1]:
+        raise ValueError(f"{len(tokens)} tokens for attention over {A.shape[-1]} positions")
+    return A, tokens
+
+
 def head_pattern_scores(attentions, tokens: Sequence[str]) -> dict[str, np.ndarray]:
     """Average attention mass per head on six kinds of key; each value is ``[n_layers, n_heads]``.
 
@@ -87,11 +97,8 @@ def head_pattern_scores(attentions, tokens: Sequence[str]) -> dict[str, np.ndarr
 
     A kind with no eligible query (no ``[SEP]``, no repeated word) is ``nan``.
     """
-    A = stack_attentions(attentions)  # [n_layers, n_heads, pos, pos]
+    A, tokens = _attentions_and_tokens(attentions, tokens)  # [n_layers, n_heads, pos, pos]
     n = A.shape[-1]
-    tokens = list(tokens)
-    if len(tokens) != n:
-        raise ValueError(f"{len(tokens)} tokens for attention over {n} positions")
     nan = np.full(A.shape[:2], np.nan)
 
     def mass(key_mask: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -137,11 +144,7 @@ def bag_of_words_scores(attentions, tokens: Sequence[str]) -> np.ndarray:
     (a head attending to one token only scores ``1/m``). The score is averaged over the
     sentence's tokens as queries. Needs at least two sentence tokens.
     """
-    A = stack_attentions(attentions)  # [n_layers, n_heads, pos, pos]
-    n = A.shape[-1]
-    tokens = list(tokens)
-    if len(tokens) != n:
-        raise ValueError(f"{len(tokens)} tokens for attention over {n} positions")
+    A, tokens = _attentions_and_tokens(attentions, tokens)  # [n_layers, n_heads, pos, pos]
     sentence = np.array([t not in ("[CLS]", "[SEP]", "[PAD]") for t in tokens])
     m = int(sentence.sum())
     if m < 2:
@@ -155,8 +158,7 @@ def bag_of_words_scores(attentions, tokens: Sequence[str]) -> np.ndarray:
 def top_heads(scores: np.ndarray, k: int = 3) -> list[tuple[int, int, float]]:
     """The ``k`` largest entries of a ``[n_layers, n_heads]`` array as ``(layer, head, value)``
     (NaN entries never count)."""
-    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
-        raise ValueError(f"k must be a positive int, got {k!r}")
+    positive_int(k, "k")
     scores = np.asarray(scores, dtype=float)
     if scores.ndim != 2:
         raise ValueError(f"scores must be [n_layers, n_heads], got shape {scores.shape}")

@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from transformer_lab.checks import non_negative_int, non_negative_number, positive_int, torch_tensor
+
 __all__ = [
     "MATRIX_PRODUCTS",
     "interleaved_medians",
@@ -75,9 +77,7 @@ def longest_chain(output: torch.Tensor, count: Callable[[object], bool] | None =
     are leaves and count nothing. Run the layer with gradients enabled (not under
     ``torch.no_grad()``), otherwise there is no graph to walk.
     """
-    if not isinstance(output, torch.Tensor):
-        raise TypeError(f"output must be a torch.Tensor, got {type(output).__name__}")
-    if output.grad_fn is None:
+    if torch_tensor(output, "output").grad_fn is None:
         raise ValueError(
             "output has no autograd graph (grad_fn is None): run the layer with parameters "
             "that require gradients, outside torch.no_grad()"
@@ -135,15 +135,10 @@ def interleaved_medians(
     """
     if not fns:
         raise ValueError("fns is empty: give at least one function to time")
-    if not isinstance(repeats, int) or repeats <= 0:
-        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
-    if not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be a non-negative int, got {warmup!r}")
-    if min_time < 0 or (min_time > 0 and warmup == 0):
-        raise ValueError(
-            f"min_time must be >= 0 and needs warmup >= 1 to judge it, got min_time={min_time!r} "
-            f"with warmup={warmup!r}"
-        )
+    positive_int(repeats, "repeats")
+    non_negative_int(warmup, "warmup")
+    if non_negative_number(min_time, "min_time") > 0 and warmup == 0:
+        raise ValueError(f"min_time={min_time!r} needs warmup >= 1 to judge it, got warmup=0")
     sync = sync or (lambda: None)
 
     def sample(fn, number):

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import functools
 import random
-import re
 from dataclasses import dataclass
 
-from transformer_lab.data.shakespeare import PLAYS, load_plays
+from transformer_lab.checks import instance_of, integer, positive_int
+from transformer_lab.data.shakespeare import PLAYS, load_plays, spoken_lines
 
 __all__ = [
     "GENRES",
@@ -75,21 +75,14 @@ def split_passages(text: str, words: int = PASSAGE_WORDS) -> list[str]:
     consecutive spoken lines joined until they hold at least ``words`` words. The first
     line of each speech, the speaker's name (``HAMLET:``), is dropped; a last passage
     shorter than ``words`` is dropped too."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str (a play's text), got {type(text).__name__}")
-    if not isinstance(words, int) or isinstance(words, bool) or words <= 0:
-        raise ValueError(f"words must be a positive int, got {words!r}")
+    positive_int(words, "words")
     out, current, n = [], [], 0
-    for speech in re.split(r"\n\s*\n", text):
-        lines = [ln.strip() for ln in speech.strip().splitlines() if ln.strip()]
-        if lines and lines[0].endswith(":"):
-            lines = lines[1:]  # the speaker's name
-        for line in lines:
-            current.append(line)
-            n += len(line.split())
-            if n >= words:
-                out.append(" ".join(current))
-                current, n = [], 0
+    for line in spoken_lines(text):  # which checks that text is a str
+        current.append(line)
+        n += len(line.split())
+        if n >= words:
+            out.append(" ".join(current))
+            current, n = [], 0
     return out
 
 
@@ -98,10 +91,7 @@ def genre_task(test_per_genre: int = 200, seed: int = 0) -> GenreTask:
     """The genre task: the training pool (all passages of the 19 training plays) and a
     balanced test set of ``test_per_genre`` passages per genre drawn (with ``seed``) from
     the six held-out plays."""
-    if not isinstance(test_per_genre, int) or isinstance(test_per_genre, bool):
-        raise TypeError(f"test_per_genre must be an int, got {type(test_per_genre).__name__}")
-    if test_per_genre <= 0:
-        raise ValueError(f"test_per_genre must be positive, got {test_per_genre}")
+    integer(test_per_genre, "test_per_genre", minimum=1)
     train: list[Passage] = []
     held: dict[int, list[Passage]] = {label: [] for label in range(len(GENRES))}
     for (folder, slug), (_, text) in zip(PLAYS, load_plays(), strict=True):
@@ -133,8 +123,7 @@ def sample_labelled(
     (the first 32 of each genre are the same in the draw of 32 and of 128 per genre)."""
     if not isinstance(n, int) or isinstance(n, bool) or n <= 0 or n % len(GENRES):
         raise ValueError(f"n must be a positive multiple of {len(GENRES)}, got {n!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    integer(seed, "seed")
     per = n // len(GENRES)
     chosen: list[Passage] = []
     for label in range(len(GENRES)):
@@ -149,8 +138,7 @@ def sample_labelled(
 
 def majority_baseline(task: GenreTask) -> float:
     """Test accuracy of always answering the genre most common in the training pool."""
-    if not isinstance(task, GenreTask):
-        raise TypeError(f"task must be a GenreTask, got {type(task).__name__}")
+    instance_of(task, GenreTask, "task")
     counts = [sum(p.label == g for p in task.train) for g in range(len(GENRES))]
     majority = counts.index(max(counts))
     return sum(p.label == majority for p in task.test) / len(task.test)

@@ -23,6 +23,7 @@ from typing import Generic, TypeVar
 
 import torch
 
+from transformer_lab.checks import fraction, int_at_least, token_ids
 from transformer_lab.device import check_device
 
 __all__ = [
@@ -72,12 +73,7 @@ def mask_tokens(
         ``masked_ids`` (same shape and dtype) and ``labels``: the original id where a
         token was chosen, ``IGNORE_INDEX`` everywhere else.
     """
-    if (
-        not isinstance(input_ids, torch.Tensor)
-        or input_ids.is_floating_point()
-        or input_ids.dtype == torch.bool
-    ):
-        raise TypeError("input_ids must be an integer tensor of token ids")
+    token_ids(input_ids, "input_ids")
     for name, p in (
         ("mask_prob", mask_prob),
         ("mask_token_prob", mask_token_prob),
@@ -152,13 +148,11 @@ def next_sentence_pairs(
     is that successor with probability ``next_prob`` (0.5 in BERT), otherwise a random
     sentence from a different document (or, with a single document, any sentence other
     than A's successor)."""
-    if not isinstance(n_pairs, int) or isinstance(n_pairs, bool) or n_pairs < 0:
-        raise ValueError(f"n_pairs must be an int >= 0, got {n_pairs!r}")
+    int_at_least(n_pairs, 0, "n_pairs")
     docs = [list(d) for d in documents]
     if not docs or sum(len(d) for d in docs) < 2:
         raise ValueError("need at least two sentences in total")
-    if not 0.0 <= next_prob <= 1.0:
-        raise ValueError(f"next_prob must be in [0, 1], got {next_prob}")
+    fraction(next_prob, "next_prob")
     starts = [(d, i) for d, doc in enumerate(docs) for i in range(len(doc) - 1)]
     if not starts:
         raise ValueError("no document has two consecutive sentences")

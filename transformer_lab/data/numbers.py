@@ -3,7 +3,8 @@
 ``num2words`` writes a number in many languages; a pair such as
 ``"twenty one" -> "ein und zwanzig"`` is a translation with a real change of word order.
 German compounds are split into number morphemes (``ein``, ``und``, ``zwanzig``,
-``hundert``, ``tausend``, ...) so the order flip is visible token by token::
+``hundert``, ``tausend``, ...) so the order flip is visible token by token
+(:func:`~transformer_lab.data.number_words.number_to_words`, also ``numbers.number_to_words``)::
 
     from transformer_lab.data import numbers
 
@@ -23,30 +24,30 @@ Numbers are drawn without replacement, in equal shares per digit count (``min_di
 to ``max_digits``), then split into disjoint train/validation/test sets, all from
 ``seed``. Writing numbers out costs time (``num2words`` takes 0.1-0.6 ms a call; the
 trimmed converter here about 0.05 ms), so a data set is built once, kept in memory and
-written as JSON under ``artifacts/cache/`` (git-ignored; or the folder named by
-``TRANSFORMER_LAB_CACHE``); the file is rebuilt identically when missing.
+written as JSON to :func:`~transformer_lab.data.cache.cache_dir`; the file is rebuilt
+identically when missing.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 import json
 import os
 import random
-import re
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
+from transformer_lab.checks import instance_of, integer, one_of, positive_int
+from transformer_lab.data.cache import cache_dir
+from transformer_lab.data.number_words import LANGUAGES, _words, number_to_words
+from transformer_lab.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocab
 from transformer_lab.device import check_device
 
-__all__ = [
-    "LANGUAGES",
+__all__ = [  # the token ids of both vocabularies and the words of a number are shown here too
     "SPECIALS",
     "PAD_ID",
     "BOS_ID",
@@ -54,113 +55,14 @@ __all__ = [
     "UNK_ID",
     "NumbersConfig",
     "Pair",
-    "Vocab",
     "Batch",
     "NumberData",
     "number_to_words",
-    "tokenize",
-    "split_german",
     "load",
-    "cache_dir",
     "predict",
     "exact_match",
     "accuracy_by_length",
 ]
-
-LANGUAGES = ("en", "de", "fr")
-SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")
-PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
-_LIMIT = 10**16  # numbers must be below this (at most 16 digits)
-
-# German number morphemes; a compound is split by longest match from the left.
-# "sech"/"sieb" are the short stems of sechzehn/siebzehn.
-_GERMAN_MORPHEMES = sorted(
-    [
-        *("null", "eins", "ein", "eine", "zwei", "drei", "vier", "fünf", "sechs", "sech"),
-        *("sieben", "sieb", "acht", "neun", "zehn", "elf", "zwölf", "zwanzig", "dreißig"),
-        *("vierzig", "fünfzig", "sechzig", "siebzig", "achtzig", "neunzig", "hundert"),
-        *("tausend", "und", "million", "millionen", "milliarde", "milliarden"),
-        *("billion", "billionen"),
-    ],
-    key=len,
-    reverse=True,
-)
-
-
-@functools.cache
-def _converter(lang: str):
-    """num2words' converter for ``lang`` with its table of number words cut to the
-    powers of ten below 10**16: ``splitnum`` scans that whole table on every call, and
-    entries larger than the number are skipped anyway, so the words are unchanged
-    (a test compares with ``num2words``) and a call is several times faster."""
-    try:
-        from num2words import CONVERTER_CLASSES
-    except ImportError as err:  # pragma: no cover - the package is a dependency
-        raise ImportError(
-            "the numbers data set needs num2words: pip install 'num2words>=0.5.13,<0.6'"
-        ) from err
-    converter = copy.deepcopy(CONVERTER_CLASSES[lang])
-    converter.cards = OrderedDict((k, v) for k, v in converter.cards.items() if k < _LIMIT)
-    return converter
-
-
-def split_german(word: str) -> list[str]:
-    """Split one German number word into morphemes: ``"einundzwanzig"`` ->
-    ``["ein", "und", "zwanzig"]``. Raises ValueError on a word that is not a number."""
-    if not isinstance(word, str):
-        raise TypeError(f"word must be a str, got {type(word).__name__}")
-    word = word.lower()
-    out, i = [], 0
-    while i < len(word):
-        for m in _GERMAN_MORPHEMES:
-            if word.startswith(m, i):
-                out.append(m)
-                i += len(m)
-                break
-        else:
-            raise ValueError(f"cannot split {word!r} into number morphemes at {word[i:]!r}")
-    return out
-
-
-def _fix_german_eins(morphemes: list[str]) -> list[str]:
-    """num2words writes 101000 as "einhunderteinstausend" and 101 million as
-    "einhunderteins Millionen"; German says "ein" before "tausend" and "eine" before
-    "millionen"/"milliarden"."""
-    out = list(morphemes)
-    for j in range(len(out) - 1):
-        if out[j] == "eins" and out[j + 1] == "tausend":
-            out[j] = "ein"
-        elif out[j] == "eins" and out[j + 1] in ("millionen", "milliarden", "billionen"):
-            out[j] = "eine"
-    return out
-
-
-def tokenize(text: str, lang: str) -> list[str]:
-    """Lower-case word tokens of a number written by num2words; hyphens and commas split
-    words and are dropped; German compounds are split into morphemes."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    _check_lang(lang)
-    words = [w for w in re.split(r"[\s,\-]+", text.lower()) if w]
-    if lang == "de":
-        return _fix_german_eins([m for w in words for m in split_german(w)])
-    return words
-
-
-def number_to_words(number: int, lang: str) -> list[str]:
-    """The tokens of ``number`` in language ``lang``, e.g. ``(21, "de")`` ->
-    ``["ein", "und", "zwanzig"]``."""
-    if not isinstance(number, int) or isinstance(number, bool):
-        raise TypeError(f"number must be an int, got {type(number).__name__}")
-    if not 0 <= number < _LIMIT:
-        raise ValueError(f"number must be in [0, 10**16), got {number}")
-    _check_lang(lang)
-    return tokenize(_converter(lang).to_cardinal(number), lang)
-
-
-def _check_lang(lang):
-    if lang not in LANGUAGES:
-        raise ValueError(f"language must be one of {LANGUAGES}, got {lang!r}")
 
 
 @dataclass(frozen=True)
@@ -176,14 +78,11 @@ class NumbersConfig:
     seed: int = 0  # seeds the draw and the split
 
     def __post_init__(self):
-        _check_lang(self.src_lang)
-        _check_lang(self.tgt_lang)
-        if self.src_lang == self.tgt_lang:
+        one_of(self.src_lang, LANGUAGES, "language")
+        if one_of(self.tgt_lang, LANGUAGES, "language") == self.src_lang:
             raise ValueError(f"src_lang and tgt_lang are both {self.src_lang!r}")
         for name in ("n_train", "n_val", "n_test", "min_digits", "max_digits", "seed"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+            integer(getattr(self, name), name)
         if self.n_train <= 0 or self.n_val < 0 or self.n_test < 0:
             raise ValueError(
                 f"need n_train > 0 and n_val, n_test >= 0, got {self.n_train}, "
@@ -194,8 +93,8 @@ class NumbersConfig:
                 f"need 1 <= min_digits <= max_digits <= 15, got {self.min_digits}, "
                 f"{self.max_digits}"
             )
-        if self.max_src_len is not None and self.max_src_len < 1:
-            raise ValueError(f"max_src_len must be positive or None, got {self.max_src_len}")
+        if self.max_src_len is not None:
+            integer(self.max_src_len, "max_src_len", minimum=1)
         available = 10**self.max_digits - (
             10 ** (self.min_digits - 1) if self.min_digits > 1 else 0
         )
@@ -217,50 +116,6 @@ class Pair:
     number: int
     src: tuple[str, ...]
     tgt: tuple[str, ...]
-
-
-class Vocab:
-    """Tokens <-> ids, with ``<pad> <bos> <eos> <unk>`` as ids 0-3 and the rest sorted."""
-
-    def __init__(self, tokens):
-        extra = sorted(set(tokens) - set(SPECIALS))
-        self.itos: list[str] = [*SPECIALS, *extra]
-        self.stoi: dict[str, int] = {t: i for i, t in enumerate(self.itos)}
-        self.pad_id, self.bos_id, self.eos_id, self.unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
-
-    def __len__(self) -> int:
-        return len(self.itos)
-
-    def __contains__(self, token) -> bool:
-        return token in self.stoi
-
-    def __repr__(self) -> str:
-        return f"Vocab({len(self)} tokens: {' '.join(self.itos[:12])} ...)"
-
-    def encode(self, tokens: Sequence[str], bos: bool = False, eos: bool = False) -> list[int]:
-        """Token ids, unknown tokens as ``<unk>``; optionally wrapped in ``<bos>``/``<eos>``."""
-        if isinstance(tokens, str):
-            raise TypeError("encode takes a list of tokens, not a string; use tokenize() first")
-        ids = [self.stoi.get(t, self.unk_id) for t in tokens]
-        return ([self.bos_id] if bos else []) + ids + ([self.eos_id] if eos else [])
-
-    def decode(self, ids, strip: bool = True) -> list[str]:
-        """Tokens of ``ids`` (a list or 1-d tensor). With ``strip``, ``<bos>`` and
-        ``<pad>`` are dropped and decoding stops at the first ``<eos>``."""
-        if isinstance(ids, torch.Tensor):
-            if ids.dim() != 1:
-                raise ValueError(f"decode takes one sequence, got shape {tuple(ids.shape)}")
-            ids = ids.tolist()
-        out = []
-        for i in ids:
-            if not 0 <= i < len(self.itos):
-                raise ValueError(f"id {i} is outside the vocabulary of {len(self)} tokens")
-            if strip and i == self.eos_id:
-                break
-            if strip and i in (self.bos_id, self.pad_id):
-                continue
-            out.append(self.itos[i])
-        return out
 
 
 @dataclass
@@ -313,12 +168,10 @@ class NumberData:
     SPLITS = ("train", "val", "test")
 
     def __init__(self, config: NumbersConfig, splits: dict[str, list[Pair]]):
-        if not isinstance(config, NumbersConfig):
-            raise TypeError(f"config must be a NumbersConfig, got {type(config).__name__}")
+        self.config = instance_of(config, NumbersConfig, "config")
         if not isinstance(splits, dict) or set(splits) != set(self.SPLITS):
             got = sorted(splits) if isinstance(splits, dict) else type(splits).__name__
             raise ValueError(f"splits must be a dict with keys {list(self.SPLITS)}, got {got}")
-        self.config = config
         self.train, self.val, self.test = (splits[s] for s in self.SPLITS)
         every = [p for s in self.SPLITS for p in splits[s]]
         self.src_vocab = Vocab(t for p in every for t in p.src)
@@ -340,9 +193,7 @@ class NumberData:
         )
 
     def split(self, name: str) -> list[Pair]:
-        if name not in self.SPLITS:
-            raise ValueError(f"split must be one of {self.SPLITS}, got {name!r}")
-        return getattr(self, name)
+        return getattr(self, one_of(name, self.SPLITS, "split"))
 
     def src_lengths(self, split: str) -> torch.Tensor:
         """Source length in tokens of every pair of ``split``, ``[n]``."""
@@ -356,6 +207,10 @@ class NumberData:
             raise ValueError("a batch needs at least one index")
         if int(index.min()) < 0 or int(index.max()) >= len(pairs):
             raise IndexError(f"index out of range for split {split!r} of {len(pairs)} pairs")
+        return self._batch(split, index)
+
+    def _batch(self, split: str, index: torch.Tensor) -> Batch:
+        """:meth:`batch` of a split name and indices already checked."""
         src, tgt = (t[index] for t in self._ids[split])
         src = src[:, : int((src != PAD_ID).sum(1).max())]
         tgt = tgt[:, : int((tgt != PAD_ID).sum(1).max())]
@@ -374,8 +229,7 @@ class NumberData:
         it). Shuffled with its own generator seeded by ``seed`` and reshuffled each epoch,
         so the sequence of batches is the same on every run; the last short batch of an
         epoch is kept."""
-        if not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        positive_int(batch_size, "batch_size")
         n = len(self.split(split))
         if n == 0:
             raise ValueError(f"split {split!r} is empty")
@@ -384,7 +238,7 @@ class NumberData:
         while epochs is None or epoch < epochs:
             order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
             for start in range(0, n, batch_size):
-                yield self.batch(split, order[start : start + batch_size])
+                yield self._batch(split, order[start : start + batch_size])
             epoch += 1
 
 
@@ -413,17 +267,6 @@ def _draw_numbers(config: NumbersConfig) -> list[int]:
     return numbers
 
 
-def cache_dir() -> Path:
-    """Where built data sets are cached: ``$TRANSFORMER_LAB_CACHE`` or ``artifacts/cache``
-    in the source checkout (git-ignored), else ``~/.cache/transformer_lab``."""
-    if os.environ.get("TRANSFORMER_LAB_CACHE"):
-        return Path(os.environ["TRANSFORMER_LAB_CACHE"])
-    root = Path(__file__).resolve().parents[2]
-    if (root / "pyproject.toml").exists():
-        return root / "artifacts" / "cache"
-    return Path.home() / ".cache" / "transformer_lab"
-
-
 def _cache_file(config: NumbersConfig) -> Path:
     from importlib.metadata import version
 
@@ -435,10 +278,10 @@ def _cache_file(config: NumbersConfig) -> Path:
 def _build(config: NumbersConfig) -> dict[str, list[Pair]]:
     pairs = []
     for n in _draw_numbers(config):
-        src = tuple(number_to_words(n, config.src_lang))
+        src = tuple(_words(n, config.src_lang))
         if config.max_src_len is not None and len(src) > config.max_src_len:
             continue
-        pairs.append(Pair(n, src, tuple(number_to_words(n, config.tgt_lang))))
+        pairs.append(Pair(n, src, tuple(_words(n, config.tgt_lang))))
     a, b = config.n_test, config.n_test + config.n_val
     return {"test": pairs[:a], "val": pairs[a:b], "train": pairs[b:]}
 
@@ -482,9 +325,7 @@ def load(
         config = NumbersConfig(**kwargs)
     elif kwargs:
         raise TypeError("pass either a NumbersConfig or keyword arguments, not both")
-    if not isinstance(config, NumbersConfig):
-        raise TypeError(f"config must be a NumbersConfig, got {type(config).__name__}")
-    return _load(config, use_cache_file)
+    return _load(instance_of(config, NumbersConfig, "config"), use_cache_file)
 
 
 @torch.no_grad()
@@ -494,14 +335,12 @@ def predict(translate, data: NumberData, split: str = "test", batch_size: int = 
     each row is cut at its first ``<eos>``). Returns a list of token lists in split order."""
     if not callable(translate):
         raise TypeError(f"translate must be a function src -> ids, got {type(translate).__name__}")
-    if not isinstance(data, NumberData):
-        raise TypeError(f"data must be a NumberData, got {type(data).__name__}")
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    instance_of(data, NumberData, "data")
+    positive_int(batch_size, "batch_size")
     n = len(data.split(split))
     out = []
     for start in range(0, n, batch_size):
-        src = data.batch(split, torch.arange(start, min(start + batch_size, n))).src
+        src = data._batch(split, torch.arange(start, min(start + batch_size, n))).src
         ids = translate(src if device is None else src.to(device))
         if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.shape[0] != src.shape[0]:
             raise ValueError(

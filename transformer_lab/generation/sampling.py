@@ -19,10 +19,19 @@ work), and crops the context to the model's last ``n_ctx`` tokens when it grows 
 from __future__ import annotations
 
 import inspect
-import math
 
 import torch
 from torch import nn
+
+from transformer_lab.checks import (
+    check_token_range,
+    finite_number,
+    floating_tensor,
+    non_negative_int,
+    positive_int,
+    token_batch,
+)
+from transformer_lab.device import evaluating
 
 __all__ = ["top_k_filter", "top_p_filter", "next_token_probs", "sample_next", "generate"]
 
@@ -31,8 +40,10 @@ def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
     """Keep the ``k`` largest logits of each row (ties at the k-th value are all kept);
     set the rest to ``-inf``."""
     _check_logits(logits)
-    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
-        raise ValueError(f"top_k must be a positive int, got {k!r}")
+    return _top_k(logits, positive_int(k, "top_k"))
+
+
+def _top_k(logits: torch.Tensor, k: int) -> torch.Tensor:
     k = min(k, logits.shape[-1])
     kth = torch.topk(logits, k, dim=-1).values[..., -1:]  # [..., 1]
     return logits.masked_fill(logits < kth, float("-inf"))
@@ -46,8 +57,16 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
     strictly before it is still below ``p``, so the most likely token is always kept.
     """
     _check_logits(logits)
+    return _top_p(logits, _check_top_p(p))
+
+
+def _check_top_p(p) -> float:
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p <= 1.0:
         raise ValueError(f"top_p must be a number in (0, 1], got {p!r}")
+    return p
+
+
+def _top_p(logits: torch.Tensor, p: float) -> torch.Tensor:
     sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
     probs = torch.softmax(sorted_logits.float(), dim=-1)  # [..., d_vocab], largest first
     mass_before = torch.cumsum(probs, dim=-1) - probs  # probability ranked before each token
@@ -68,16 +87,22 @@ def next_token_probs(
     Logits with NaN, ``+inf``, or a row of only ``-inf`` have no distribution: ValueError.
     """
     _check_logits(logits)
-    _check_temperature(temperature)
+    _check_rule(temperature, top_k, top_p)
+    return _probs(logits, temperature, top_k, top_p)
+
+
+def _probs(logits, temperature, top_k, top_p) -> torch.Tensor:
+    """:func:`next_token_probs` of arguments already checked (the logits are the model's:
+    they are checked for NaN and infinities here, on every call)."""
     _check_finite_rows(logits)
     logits = logits.float()
     if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()
     logits = logits / temperature
     if top_k is not None:
-        logits = top_k_filter(logits, top_k)
+        logits = _top_k(logits, top_k)
     if top_p is not None:
-        logits = top_p_filter(logits, top_p)
+        logits = _top_p(logits, top_p)
     probs = torch.softmax(logits, dim=-1)
     if not torch.isfinite(probs).all():
         raise ValueError(
@@ -88,20 +113,26 @@ def next_token_probs(
 
 
 def _check_logits(logits) -> None:
-    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
-        got = logits.dtype if isinstance(logits, torch.Tensor) else type(logits).__name__
-        raise TypeError(f"logits must be a floating-point tensor [..., d_vocab], got {got}")
-    if logits.dim() == 0 or logits.shape[-1] == 0:
+    if floating_tensor(logits, "logits", shape="[..., d_vocab]").dim() == 0 or not logits.shape[-1]:
         raise ValueError(
             f"logits must be [..., d_vocab] with d_vocab >= 1, got {tuple(logits.shape)}"
         )
 
 
-def _check_temperature(temperature) -> None:
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-        raise TypeError(f"temperature must be a number, got {type(temperature).__name__}")
-    if not (math.isfinite(temperature) and temperature >= 0):
-        raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
+def _check_rule(temperature, top_k, top_p) -> None:
+    """The decoding rule: ``temperature >= 0``, ``top_k`` and ``top_p`` None or in range."""
+    finite_number(temperature, "temperature", at_least=0)
+    if top_k is not None:
+        positive_int(top_k, "top_k")
+    if top_p is not None:
+        _check_top_p(top_p)
+
+
+def _check_generator(generator) -> None:
+    if generator is not None and (
+        not isinstance(generator, torch.Generator) or generator.device.type != "cpu"
+    ):
+        raise TypeError(f"generator must be a CPU torch.Generator, got {generator!r}")
 
 
 def _check_finite_rows(logits: torch.Tensor) -> None:
@@ -129,15 +160,17 @@ def sample_next(
     _check_logits(logits)
     if logits.dim() != 2:
         raise ValueError(f"logits must be [batch, d_vocab], got shape {tuple(logits.shape)}")
-    _check_temperature(temperature)
-    if generator is not None and (
-        not isinstance(generator, torch.Generator) or generator.device.type != "cpu"
-    ):
-        raise TypeError(f"generator must be a CPU torch.Generator, got {generator!r}")
+    _check_rule(temperature, top_k, top_p)
+    _check_generator(generator)
+    return _sample(logits, temperature, top_k, top_p, generator)
+
+
+def _sample(logits, temperature, top_k, top_p, generator) -> torch.Tensor:
+    """:func:`sample_next` of arguments already checked."""
     if temperature == 0:
         _check_finite_rows(logits)
         return logits.argmax(dim=-1)
-    probs = next_token_probs(logits, temperature, top_k, top_p)
+    probs = _probs(logits, temperature, top_k, top_p)
     return torch.multinomial(probs.cpu(), 1, generator=generator).squeeze(-1).to(logits.device)
 
 
@@ -164,42 +197,29 @@ def generate(
     sequence outgrows ``n_ctx`` the window slides and every step recomputes the last
     ``n_ctx`` tokens, exactly as without the cache.
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.long, torch.int):
-        got = getattr(idx, "dtype", type(idx).__name__)
-        raise TypeError(f"idx must be an integer tensor of token ids, got {got}")
-    if idx.dim() != 2 or idx.shape[1] == 0:
-        raise ValueError(f"idx must be [batch, pos] with pos >= 1, got shape {tuple(idx.shape)}")
-    if (
-        not isinstance(max_new_tokens, int)
-        or isinstance(max_new_tokens, bool)
-        or max_new_tokens < 0
-    ):
-        raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
-    _check_temperature(temperature)
-    d_vocab = getattr(getattr(model, "config", None), "d_vocab", None)
-    if isinstance(d_vocab, int):
-        low, high = (int(t) for t in torch.aminmax(idx))
-        if low < 0 or high >= d_vocab:
-            raise ValueError(f"idx must be in [0, {d_vocab}), got values from {low} to {high}")
-    n_ctx = getattr(getattr(model, "config", None), "n_ctx", None) or idx.shape[1] + max_new_tokens
+    token_batch(idx, "idx")
+    non_negative_int(max_new_tokens, "max_new_tokens")
+    _check_rule(temperature, top_k, top_p)
+    _check_generator(generator)
+    config = getattr(model, "config", None)
+    if isinstance(getattr(config, "d_vocab", None), int):
+        check_token_range(idx, config.d_vocab, "idx")
+    n_ctx = getattr(config, "n_ctx", None) or idx.shape[1] + max_new_tokens
     has_cache = hasattr(model, "new_cache")
     if use_cache and not has_cache:
         raise ValueError(f"{type(model).__name__} has no key/value cache (no new_cache method)")
-    was_training = model.training
-    model.eval()
-    cache = model.new_cache() if (has_cache if use_cache is None else use_cache) else None
-    # a model whose forward takes last_only (the Llama) unembeds the last position only
-    last = {"last_only": True} if "last_only" in inspect.signature(model.forward).parameters else {}
-    fed = 0  # how many tokens of idx the cache holds
-    for _ in range(max_new_tokens):
-        if cache is not None and idx.shape[1] <= n_ctx:
-            logits = model(idx[:, fed:], kv_cache=cache, **last)[:, -1]  # [batch, d_vocab]
-            fed = idx.shape[1]
-        else:
-            logits = model(idx[:, -n_ctx:], **last)[:, -1]  # [batch, d_vocab]
-        next_id = sample_next(logits, temperature, top_k, top_p, generator)  # [batch]
-        idx = torch.cat([idx, next_id[:, None]], dim=1)
-    model.train(was_training)
+    with evaluating(model):  # which also checks that model is an nn.Module
+        cache = model.new_cache() if (has_cache if use_cache is None else use_cache) else None
+        # a model whose forward takes last_only (the Llama) unembeds the last position only
+        takes_last_only = "last_only" in inspect.signature(model.forward).parameters
+        last = {"last_only": True} if takes_last_only else {}
+        fed = 0  # how many tokens of idx the cache holds
+        for _ in range(max_new_tokens):
+            if cache is not None and idx.shape[1] <= n_ctx:
+                logits = model(idx[:, fed:], kv_cache=cache, **last)[:, -1]  # [batch, d_vocab]
+                fed = idx.shape[1]
+            else:
+                logits = model(idx[:, -n_ctx:], **last)[:, -1]  # [batch, d_vocab]
+            next_id = _sample(logits, temperature, top_k, top_p, generator)  # [batch]
+            idx = torch.cat([idx, next_id[:, None]], dim=1)
     return idx

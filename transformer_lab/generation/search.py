@@ -26,6 +26,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from transformer_lab.checks import check_token_range, finite_number, positive_int, token_ids
+from transformer_lab.device import evaluating
+
 __all__ = ["Hypothesis", "greedy_decode", "beam_search", "beam_hypotheses", "sequence_score"]
 
 
@@ -54,14 +57,9 @@ def _check(src: torch.Tensor, max_len: int, beam_size: int = 1, length_penalty: 
         raise ValueError(f"src must be a non-empty [batch, src_pos] tensor of ids, got {shape}")
     if src.dtype.is_floating_point:
         raise TypeError(f"src must hold integer token ids, got {src.dtype}")
-    if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len <= 0:
-        raise ValueError(f"max_len must be a positive int, got {max_len!r}")
-    if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size <= 0:
-        raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
-    if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)):
-        raise TypeError(f"length_penalty must be a number, got {type(length_penalty).__name__}")
-    if not (length_penalty >= 0 and math.isfinite(length_penalty)):
-        raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty}")
+    positive_int(max_len, "max_len")
+    positive_int(beam_size, "beam_size")
+    finite_number(length_penalty, "length_penalty", at_least=0)
 
 
 def _next_log_probs(model, tokens, memory, src_mask) -> torch.Tensor:
@@ -85,20 +83,18 @@ def greedy_decode(
     row has produced ``<eos>``."""
     _check(src, max_len)
     _check_model(model)
-    was_training = model.training
-    model.eval()
-    memory, src_mask = _encode(model, src)
-    batch = src.shape[0]
-    tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
-    done = torch.zeros(batch, dtype=torch.bool, device=src.device)
-    for _ in range(max_len):
-        next_token = _next_log_probs(model, tokens, memory, src_mask).argmax(-1)  # [batch]
-        next_token = next_token.masked_fill(done, pad_id)
-        tokens = torch.cat([tokens, next_token[:, None]], dim=1)
-        done |= next_token == eos_id
-        if bool(done.all()):
-            break
-    model.train(was_training)
+    with evaluating(model):
+        memory, src_mask = _encode(model, src)
+        batch = src.shape[0]
+        tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(batch, dtype=torch.bool, device=src.device)
+        for _ in range(max_len):
+            next_token = _next_log_probs(model, tokens, memory, src_mask).argmax(-1)  # [batch]
+            next_token = next_token.masked_fill(done, pad_id)
+            tokens = torch.cat([tokens, next_token[:, None]], dim=1)
+            done |= next_token == eos_id
+            if bool(done.all()):
+                break
     return tokens[:, 1:]
 
 
@@ -132,10 +128,14 @@ def beam_hypotheses(
     bookkeeping of each row is done in Python."""
     _check(src, max_len, beam_size, length_penalty)
     _check_model(model)
-    was_training = model.training
-    model.eval()
+    with evaluating(model):
+        return _beam_hypotheses(model, src, bos_id, eos_id, beam_size, max_len, length_penalty)
+
+
+def _beam_hypotheses(model, src, bos_id, eos_id, k, max_len, alpha) -> list[list[Hypothesis]]:
+    """:func:`beam_hypotheses` of arguments already checked, the model in evaluation mode."""
     memory, src_mask = _encode(model, src)
-    batch, k, alpha = src.shape[0], beam_size, length_penalty
+    batch = src.shape[0]
     memory = memory.repeat_interleave(k, dim=0)  # [batch * k, src_pos, d_model]
     if src_mask is not None:
         src_mask = src_mask.repeat_interleave(k, dim=0)
@@ -194,7 +194,6 @@ def beam_hypotheses(
             if lp > -math.inf:
                 ids = tuple(prefixes[i * k + j])
                 finished[b].append(Hypothesis(ids, lp, _normalise(lp, len(ids), alpha), False))
-    model.train(was_training)
     return [sorted(hyps, key=lambda h: h.score, reverse=True) for hyps in finished]
 
 
@@ -257,10 +256,7 @@ def sequence_score(
     log-probability of each row of ``outputs [batch, n]`` (ids without ``<bos>``, counted up
     to and including the first ``<eos>``), divided by ``length ** length_penalty``.
     Returns ``[batch]``."""
-    if not isinstance(outputs, torch.Tensor) or outputs.dtype not in (torch.long, torch.int):
-        got = getattr(outputs, "dtype", type(outputs).__name__)
-        raise TypeError(f"outputs must be a tensor of integer token ids, got {got}")
-    if outputs.dim() != 2 or outputs.shape[1] == 0:
+    if token_ids(outputs, "outputs").dim() != 2 or outputs.shape[1] == 0:
         raise ValueError(
             f"outputs must be [batch, n] with n >= 1 tokens to score, got {tuple(outputs.shape)}"
         )
@@ -269,21 +265,15 @@ def sequence_score(
         raise ValueError(f"outputs has batch={outputs.shape[0]} but src has batch={src.shape[0]}")
     outputs = outputs.long()
     _check_model(model)
-    was_training = model.training
-    model.eval()
-    memory, src_mask = _encode(model, src)
-    bos = torch.full((outputs.shape[0], 1), bos_id, dtype=torch.long, device=outputs.device)
-    tgt_in = torch.cat([bos, outputs[:, :-1]], dim=1)
-    log_probs = F.log_softmax(model.decode(tgt_in, memory, src_mask).float(), dim=-1)
-    if int(outputs.min()) < 0 or int(outputs.max()) >= log_probs.shape[-1]:
-        raise ValueError(
-            f"outputs must be in [0, {log_probs.shape[-1]}), got values from "
-            f"{int(outputs.min())} to {int(outputs.max())}"
-        )
+    with evaluating(model):
+        memory, src_mask = _encode(model, src)
+        bos = torch.full((outputs.shape[0], 1), bos_id, dtype=torch.long, device=outputs.device)
+        tgt_in = torch.cat([bos, outputs[:, :-1]], dim=1)
+        log_probs = F.log_softmax(model.decode(tgt_in, memory, src_mask).float(), dim=-1)
+    check_token_range(outputs, log_probs.shape[-1], "outputs")
     picked = log_probs.gather(-1, outputs[..., None])[..., 0]  # [batch, n]
     is_eos = (outputs == eos_id).long()
     after_eos = (is_eos.cumsum(1) - is_eos) > 0  # positions after the first <eos>
     total = picked.masked_fill(after_eos, 0.0).sum(1)
     lengths = (~after_eos).sum(1).float()
-    model.train(was_training)
     return total / lengths**length_penalty if length_penalty else total

@@ -1,4 +1,5 @@
-"""Attention: scaled dot-product attention and the score functions of seq2seq models.
+"""Attention: scaled dot-product attention, and grouped-query attention, where groups of
+query heads share one key/value head.
 
 Shapes follow the book's names: ``q`` is ``[..., query_pos, d_head]``, ``k`` and ``v``
 are ``[..., key_pos, d_head]`` (``v`` may have its own last size), and a mask is bool,
@@ -14,6 +15,14 @@ from itertools import zip_longest
 import torch
 import torch.nn.functional as F
 
+from transformer_lab.checks import (
+    finite_number,
+    floating_tensor,
+    fraction,
+    instance_of,
+    positive_int,
+    torch_tensor,
+)
 from transformer_lab.nn.masks import check_mask
 
 __all__ = [
@@ -34,8 +43,7 @@ def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...] | None:
     ``torch.broadcast_shapes`` costs more than a small attention kernel.
     """
     for s in shapes:
-        if not isinstance(s, (tuple, list, torch.Size)):
-            raise TypeError(f"shapes must be tuples of ints, got {type(s).__name__}")
+        instance_of(s, (tuple, list, torch.Size), "shapes", "tuples of ints")
     out = []
     for sizes in zip_longest(*(reversed(s) for s in shapes), fillvalue=1):
         size = max(sizes)
@@ -68,9 +76,7 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[int, .
     except AttributeError:
         pass  # not tensors: the checks below say so
     for name, t in (("query", q), ("key", k), ("value", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if not t.is_floating_point():
+        if not torch_tensor(t, name).is_floating_point():
             raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
         if t.dim() < 2:
             raise ValueError(f"{name} must be [..., pos, d_head], got shape {tuple(t.shape)}")
@@ -115,11 +121,13 @@ def empty_rows(mask: torch.Tensor) -> torch.Tensor | None:
 
 
 def _empty_rows(mask: torch.Tensor) -> torch.Tensor | None:
-    """``empty_rows`` without a host sync off the CPU: there the rows are always handled
-    (two cheap elementwise operations) instead of asking the device whether any is empty."""
-    if mask.device.type == "cpu":
-        return empty_rows(mask)
-    return ~mask.any(dim=-1, keepdim=True)
+    """``empty_rows`` of a mask already checked, and without a host sync off the CPU: there
+    the rows are always handled (two cheap elementwise operations) instead of asking the
+    device whether any is empty."""
+    full = mask.any(dim=-1, keepdim=True)  # [..., query_pos, 1]
+    if mask.device.type == "cpu" and bool(full.all()):
+        return None
+    return ~full
 
 
 def attention_weights(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -128,9 +136,7 @@ def attention_weights(scores: torch.Tensor, mask: torch.Tensor | None = None) ->
     A query row whose mask is all False (nothing to attend to) gets weights of zero
     instead of the NaN that ``softmax`` of an all ``-inf`` row would give.
     """
-    if not isinstance(scores, torch.Tensor) or not scores.is_floating_point():
-        got = scores.dtype if isinstance(scores, torch.Tensor) else type(scores).__name__
-        raise TypeError(f"scores must be a floating-point tensor, got {got}")
+    floating_tensor(scores, "scores")
     if mask is not None:
         check_mask(mask, scores.shape)
     return _masked_softmax(scores, mask)
@@ -180,14 +186,10 @@ def scaled_dot_product_attention(
         check_mask(mask, scores_shape)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
-    elif isinstance(scale, bool) or not isinstance(scale, (int, float)):
-        raise TypeError(f"scale must be a number or None, got {type(scale).__name__}")
-    elif not (math.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
-    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)):
-        raise TypeError(f"dropout_p must be a number in [0, 1), got {type(dropout_p).__name__}")
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p!r}")
+    else:
+        finite_number(scale, "scale", above=0)
+    if dropout_p != 0.0 or isinstance(dropout_p, bool):  # the default 0.0 needs no check
+        fraction(dropout_p, "dropout_p", closed=False)
     if not need_weights:
         return _fused(q, k, v, mask, scale, dropout_p), None
     # scale the queries before the product, not the scores after it: in float16 a raw
@@ -220,53 +222,19 @@ def _fused(q, k, v, mask, scale, dropout_p):
     return out.masked_fill(empty, 0.0)
 
 
-def _check_sizes(**sizes) -> None:
-    for name, value in sizes.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-
-
-def _check_score_inputs(query, keys, d_query=None, d_key=None) -> None:
-    """``query [batch, d_query]`` and ``keys [batch, key_pos, d_key]``, floating point."""
-    for name, t, dims, want in (
-        ("query", query, 2, "[batch, d_query]"),
-        ("keys", keys, 3, "[batch, key_pos, d_key]"),
-    ):
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
-            got = getattr(t, "dtype", type(t).__name__)
-            raise TypeError(f"{name} must be a floating-point tensor {want}, got {got}")
-        if t.dim() != dims:
-            raise ValueError(f"{name} must be {want}, got shape {tuple(t.shape)}")
-    if query.shape[0] != keys.shape[0]:
-        raise ValueError(f"query has batch={query.shape[0]} but keys have batch={keys.shape[0]}")
-    if keys.shape[1] == 0:
-        raise ValueError("keys are an empty sequence (key_pos=0)")
-    if d_query is not None and query.shape[-1] != d_query:
-        raise ValueError(f"query has {query.shape[-1]} features but the score expects {d_query}")
-    if d_key is not None and keys.shape[-1] != d_key:
-        raise ValueError(f"keys have {keys.shape[-1]} features but the score expects {d_key}")
-
-
 # the fused kernel reads shared key/value heads itself from torch 2.5 on
 _ENABLE_GQA = tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 5)
 
 
-def _check_4d(name: str, t) -> None:
-    if not isinstance(t, torch.Tensor) or not t.is_floating_point():
-        got = t.dtype if isinstance(t, torch.Tensor) else type(t).__name__
-        raise TypeError(f"{name} must be a floating-point tensor, got {got}")
-    if t.dim() != 4:
-        raise ValueError(f"{name} must be [batch, heads, pos, d_head], got {tuple(t.shape)}")
+_HEADS = "[batch, heads, pos, d_head]"  # the layout of q, k and v in grouped-query attention
 
 
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     """``[batch, n_kv_heads, pos, d_head] -> [batch, n_kv_heads * n_rep, pos, d_head]``: each
     key/value head repeated ``n_rep`` times in a row, so that head ``h`` of the result is
     head ``h // n_rep`` of ``x``."""
-    _check_4d("x", x)
-    if not isinstance(n_rep, int) or isinstance(n_rep, bool) or n_rep <= 0:
-        raise ValueError(f"n_rep must be a positive int, got {n_rep!r}")
-    return x.repeat_interleave(n_rep, dim=1)
+    floating_tensor(x, "x", 4, _HEADS)
+    return x.repeat_interleave(positive_int(n_rep, "n_rep"), dim=1)
 
 
 def grouped_query_attention(
@@ -287,24 +255,22 @@ def grouped_query_attention(
     (``enable_gqa``) without copying them.
     """
     for name, t in (("q", q), ("k", k), ("v", v)):
-        _check_4d(name, t)
+        floating_tensor(t, name, 4, _HEADS)
     n_heads, n_kv = q.shape[1], k.shape[1]
     if v.shape[1] != n_kv:
         raise ValueError(f"k has {n_kv} heads but v has {v.shape[1]}")
     if n_heads % n_kv:
         raise ValueError(f"q has n_heads={n_heads}, which n_kv_heads={n_kv} does not divide")
+    if need_weights or not _ENABLE_GQA:  # copy the shared heads; attention checks the rest
+        k, v = (t.repeat_interleave(n_heads // n_kv, dim=1) for t in (k, v))
+        return scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights)
     if mask is not None:
         check_mask(mask, (q.shape[0], n_heads, q.shape[2], k.shape[2]))
-    if need_weights or not _ENABLE_GQA:
-        n_rep = n_heads // n_kv
-        return scaled_dot_product_attention(
-            q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), mask, need_weights=need_weights
-        )
     if q.shape[0] != k.shape[0] or k.shape[:3] != v.shape[:3] or q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} do not fit together"
         )
-    empty = None if mask is None else empty_rows(mask)
+    empty = None if mask is None else _empty_rows(mask)
     if empty is not None:
         mask = mask | empty  # such rows attend to everything, then are zeroed
     z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=n_kv != n_heads)

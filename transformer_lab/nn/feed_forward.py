@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from transformer_lab.checks import instance_of, one_of, positive_int
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.functional import affine, autocast_on
 
@@ -20,12 +21,8 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_mlp: int, activation: str = "relu", dropout: float = 0.0):
         super().__init__()
-        for name, value in (("d_model", d_model), ("d_mlp", d_mlp)):
-            if not isinstance(value, int) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
-        self.activation = activation
+        d_model, d_mlp = positive_int(d_model, "d_model"), positive_int(d_mlp, "d_mlp")
+        self.activation = one_of(activation, sorted(ACTIVATIONS), "activation")
         self.W_1 = nn.Parameter(torch.empty(d_model, d_mlp))
         self.b_1 = nn.Parameter(torch.zeros(d_mlp))
         self.W_2 = nn.Parameter(torch.empty(d_mlp, d_model))
@@ -53,8 +50,7 @@ class FeedForward(nn.Module):
         """Copy weights from two ``nn.Linear`` layers (as in ``nn.TransformerEncoderLayer``)."""
         want = ((self.W_1.shape[1], self.W_1.shape[0]), (self.W_2.shape[1], self.W_2.shape[0]))
         for name, lin, shape in (("linear1", linear1, want[0]), ("linear2", linear2, want[1])):
-            if not isinstance(lin, nn.Linear):
-                raise TypeError(f"{name} must be an nn.Linear, got {type(lin).__name__}")
+            instance_of(lin, nn.Linear, name, "an nn.Linear")
             if tuple(lin.weight.shape) != shape or lin.bias is None:
                 raise ValueError(
                     f"{name} must be nn.Linear with bias and weight {shape}, "
@@ -73,9 +69,7 @@ class SwiGLU(nn.Module):
 
     def __init__(self, d_model: int, d_mlp: int, init_std: float = 0.02):
         super().__init__()
-        for name, value in (("d_model", d_model), ("d_mlp", d_mlp)):
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        d_model, d_mlp = positive_int(d_model, "d_model"), positive_int(d_mlp, "d_mlp")
         self.W_gate = nn.Parameter(torch.randn(d_model, d_mlp) * init_std)
         self.W_up = nn.Parameter(torch.randn(d_model, d_mlp) * init_std)
         self.W_down = nn.Parameter(torch.randn(d_mlp, d_model) * init_std)

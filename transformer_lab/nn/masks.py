@@ -16,6 +16,8 @@ from collections.abc import Sequence
 
 import torch
 
+from transformer_lab.checks import instance_of, integer
+
 __all__ = [
     "causal_mask",
     "padding_mask",
@@ -34,12 +36,8 @@ def causal_mask(n_query: int, n_key: int | None = None, device=None) -> torch.Te
     sequence, as with a key/value cache) the triangle is aligned to the bottom right:
     query ``i`` sits at absolute position ``n_key - n_query + i``.
     """
-    n_key = n_query if n_key is None else n_key
-    for name, value in (("n_query", n_query), ("n_key", n_key)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-        if value <= 0:
-            raise ValueError(f"{name} must be positive, got {value}")
+    n_query = integer(n_query, "n_query", minimum=1)
+    n_key = n_query if n_key is None else integer(n_key, "n_key", minimum=1)
     if n_key < n_query:
         raise ValueError(f"n_key={n_key} is smaller than n_query={n_query}")
     offset = n_key - n_query
@@ -63,13 +61,9 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = No
     if (lengths < 0).any():
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
     longest = int(lengths.max())
-    max_len = longest if max_len is None else max_len
-    if not isinstance(max_len, int) or isinstance(max_len, bool):
-        raise TypeError(f"max_len must be an int, got {type(max_len).__name__}")
+    max_len = integer(longest if max_len is None else max_len, "max_len", minimum=1)
     if max_len < longest:
         raise ValueError(f"max_len={max_len} is shorter than the longest sequence ({longest})")
-    if max_len <= 0:
-        raise ValueError(f"max_len must be positive, got {max_len}")
     positions = torch.arange(max_len, device=lengths.device)
     return (positions[None, :] < lengths[:, None])[:, None, None, :]  # [batch, 1, 1, key_pos]
 
@@ -92,9 +86,7 @@ def combine_masks(*masks: torch.Tensor | None) -> torch.Tensor | None:
         return None
     out = present[0]
     for m in present:
-        if not isinstance(m, torch.Tensor):
-            raise TypeError(f"masks must be bool tensors or None, got {type(m).__name__}")
-        if m.dtype != torch.bool:
+        if instance_of(m, torch.Tensor, "masks", "bool tensors or None").dtype != torch.bool:
             raise TypeError(f"masks must be bool (True = may attend), got {m.dtype}")
     for m in present[1:]:
         try:
@@ -137,8 +129,7 @@ def to_torch_mask(mask: torch.Tensor | None, *, key_padding: bool = False) -> to
     """
     if mask is None:
         return None
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"mask must be a bool tensor or None, got {type(mask).__name__}")
+    instance_of(mask, torch.Tensor, "mask", "a bool tensor or None")
     if key_padding:
         if mask.dim() != 4 or mask.shape[1:3] != (1, 1):
             raise ValueError(
@@ -160,9 +151,7 @@ def from_torch_mask(
     """
     if torch_mask is None:
         return None
-    if not isinstance(torch_mask, torch.Tensor):
-        raise TypeError(f"torch_mask must be a tensor or None, got {type(torch_mask).__name__}")
-    if torch_mask.dtype == torch.bool:
+    if instance_of(torch_mask, torch.Tensor, "torch_mask", "a tensor or None").dtype == torch.bool:
         mask = ~torch_mask
     elif torch_mask.is_floating_point():
         finite = torch.isfinite(torch_mask)

@@ -5,11 +5,11 @@ Both rescale each position's vector on its own; LayerNorm also subtracts the mea
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from transformer_lab.checks import finite_number, positive_int, torch_module
 
 __all__ = ["LayerNorm", "rms_norm", "RMSNorm"]
 
@@ -25,16 +25,10 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5, fused: bool = False):
         super().__init__()
-        if not isinstance(d_model, int) or isinstance(d_model, bool) or d_model <= 0:
-            raise ValueError(f"d_model must be a positive int, got {d_model!r}")
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)):
-            raise TypeError(f"eps must be a number, got {type(eps).__name__}")
-        if not (math.isfinite(eps) and eps > 0):
-            raise ValueError(f"eps must be a positive finite number, got {eps!r}")
-        self.eps = eps
-        self.fused = fused
-        self.gain = nn.Parameter(torch.ones(d_model))
+        self.gain = nn.Parameter(torch.ones(positive_int(d_model, "d_model")))
         self.bias = nn.Parameter(torch.zeros(d_model))
+        self.eps = finite_number(eps, "eps", above=0)
+        self.fused = fused
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not isinstance(x, torch.Tensor) or not x.is_floating_point():
@@ -53,8 +47,7 @@ class LayerNorm(nn.Module):
 
     @classmethod
     def from_torch(cls, m: nn.LayerNorm) -> LayerNorm:
-        if not isinstance(m, nn.LayerNorm):
-            raise TypeError(f"expected nn.LayerNorm, got {type(m).__name__}")
+        torch_module(m, nn.LayerNorm)
         if len(m.normalized_shape) != 1:
             raise ValueError(f"only 1-d normalized_shape is supported, got {m.normalized_shape}")
         ours = cls(m.normalized_shape[0], eps=m.eps)
@@ -64,13 +57,6 @@ class LayerNorm(nn.Module):
             if m.bias is not None:
                 ours.bias.copy_(m.bias)
         return ours
-
-
-def _check_eps(eps) -> None:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
-        raise TypeError(f"eps must be a number, got {type(eps).__name__}")
-    if not (math.isfinite(eps) and eps > 0):
-        raise ValueError(f"eps must be a positive finite number, got {eps!r}")
 
 
 def rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
@@ -86,7 +72,7 @@ def rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float = 1e-5) -> torch.Te
         raise ValueError(
             f"x has {x.shape[-1] if x.dim() else 0} features but gain has {gain.shape[0]}"
         )
-    _check_eps(eps)
+    finite_number(eps, "eps", above=0)
     inv_rms = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)  # [..., 1]: 1 / rms
     return gain * (x * inv_rms)
 
@@ -96,11 +82,8 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
-        if not isinstance(d_model, int) or isinstance(d_model, bool) or d_model <= 0:
-            raise ValueError(f"d_model must be a positive int, got {d_model!r}")
-        _check_eps(eps)
-        self.eps = eps
-        self.gain = nn.Parameter(torch.ones(d_model))
+        self.gain = nn.Parameter(torch.ones(positive_int(d_model, "d_model")))
+        self.eps = finite_number(eps, "eps", above=0)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return rms_norm(x, self.gain, self.eps)
@@ -109,8 +92,7 @@ class RMSNorm(nn.Module):
     def from_torch(cls, m: nn.RMSNorm) -> RMSNorm:
         """Copy a ``torch.nn.RMSNorm`` over one axis (its ``eps=None`` means the dtype's
         machine epsilon, which is used here too)."""
-        if not isinstance(m, nn.RMSNorm):
-            raise TypeError(f"expected nn.RMSNorm, got {type(m).__name__}")
+        torch_module(m, nn.RMSNorm)
         if len(m.normalized_shape) != 1:
             raise ValueError(f"only 1-d normalized_shape is supported, got {m.normalized_shape}")
         eps = m.eps if m.eps is not None else torch.finfo(torch.get_default_dtype()).eps

@@ -1,12 +1,15 @@
-"""Positional information: the sinusoidal encoding and learned absolute positions."""
+"""Positional information: the sinusoidal encoding and learned absolute positions, added
+to the token vectors, and rotary embeddings (RoPE), which rotate queries and keys by an
+angle that grows with the position."""
 
 from __future__ import annotations
 
-import math
 import operator
 
 import torch
 from torch import nn
+
+from transformer_lab.checks import finite_number, floating_tensor, integer, positive_int
 
 __all__ = [
     "sinusoidal_encoding",
@@ -26,15 +29,9 @@ def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -
     ``PE[pos, 2i+1] = cos(pos / base^(2i/d_model))`` on odd ones. An odd ``d_model``
     is allowed: its last (even) dimension is a sine.
     """
-    for name, value in (("n_positions", n_positions), ("d_model", d_model)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-        if value <= 0:
-            raise ValueError(f"{name} must be positive, got {value}")
-    if isinstance(base, bool) or not isinstance(base, (int, float)):
-        raise TypeError(f"base must be a number, got {type(base).__name__}")
-    if not (math.isfinite(base) and base > 0):
-        raise ValueError(f"base must be a positive finite number, got {base!r}")
+    integer(n_positions, "n_positions", minimum=1)
+    integer(d_model, "d_model", minimum=1)
+    finite_number(base, "base", above=0)
     pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # [pos, 1]
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # [ceil(d_model / 2)]
     angle = pos / base ** (two_i / d_model)  # [pos, ceil(d_model / 2)]
@@ -66,9 +63,7 @@ class LearnedPositions(nn.Module):
 
     def __init__(self, max_pos: int, d_model: int, init_std: float = 0.02):
         super().__init__()
-        for name, value in (("max_pos", max_pos), ("d_model", d_model)):
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        max_pos, d_model = positive_int(max_pos, "max_pos"), positive_int(d_model, "d_model")
         self.W_pos = nn.Parameter(torch.randn(max_pos, d_model) * init_std)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -83,9 +78,7 @@ class LearnedPositions(nn.Module):
 
 def _check_input(x: torch.Tensor, offset: int, d_model: int) -> int:
     """Validate ``x [..., pos, d_model]`` and ``offset``; return ``pos``."""
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        got = getattr(x, "dtype", type(x).__name__)
-        raise TypeError(f"x must be a floating-point tensor [..., pos, d_model], got {got}")
+    floating_tensor(x, "x", shape="[..., pos, d_model]")
     if x.dim() < 2 or x.shape[-1] != d_model:
         raise ValueError(f"expected x of shape [..., pos, {d_model}], got {tuple(x.shape)}")
     try:
@@ -97,22 +90,15 @@ def _check_input(x: torch.Tensor, offset: int, d_model: int) -> int:
     return x.shape[-2]
 
 
-def _check_d_head(d_head) -> None:
-    if not isinstance(d_head, int) or isinstance(d_head, bool) or d_head <= 0 or d_head % 2:
+def _check_rotary(d_head, base) -> None:
+    if positive_int(d_head, "d_head") % 2:
         raise ValueError(f"d_head must be a positive even int, got {d_head!r}")
-
-
-def _check_base(base) -> None:
-    if isinstance(base, bool) or not isinstance(base, (int, float)):
-        raise TypeError(f"base must be a number, got {type(base).__name__}")
-    if not (math.isfinite(base) and base > 1):
-        raise ValueError(f"base must be a finite number > 1, got {base!r}")
+    finite_number(base, "base", above=1)
 
 
 def rotary_frequencies(d_head: int, base: float = 10000.0) -> torch.Tensor:
     """``theta_i = base^(-2i / d_head)`` for ``i = 0 .. d_head/2 - 1``: radians per position."""
-    _check_d_head(d_head)
-    _check_base(base)
+    _check_rotary(d_head, base)
     two_i = torch.arange(0, d_head, 2, dtype=torch.float32)  # [d_head / 2]
     return 1.0 / base ** (two_i / d_head)  # [d_head / 2]
 
@@ -136,11 +122,7 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     """Rotate the feature pairs ``(x_i, x_{i + d/2})`` of ``x [batch, n_heads, pos, d_head]``
     by the angles whose ``cos``/``sin`` are ``[pos, d_head/2]`` or ``[batch, pos, d_head/2]``
     (from :func:`rotary_cos_sin`)."""
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
-        raise TypeError(f"x must be a floating-point tensor, got {got}")
-    if x.dim() != 4:
-        raise ValueError(f"x must be [batch, n_heads, pos, d_head], got {tuple(x.shape)}")
+    floating_tensor(x, "x", 4, "[batch, n_heads, pos, d_head]")
     half = x.shape[-1] // 2
     want = (x.shape[2], half)
     for name, t in (("cos", cos), ("sin", sin)):
@@ -164,8 +146,7 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, d_head: int, base: float = 10000.0):
         super().__init__()
-        _check_d_head(d_head)
-        _check_base(base)
+        _check_rotary(d_head, base)
         self.d_head, self.base = d_head, float(base)
 
     def cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

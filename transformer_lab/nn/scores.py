@@ -7,17 +7,31 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from transformer_lab.nn.attention import _check_score_inputs, _check_sizes, attention_weights
-from transformer_lab.nn.masks import check_mask
+from transformer_lab.checks import floating_tensor, instance_of, one_of, positive_int
+from transformer_lab.nn.attention import attention_weights
 
 __all__ = ["DotScore", "MultiplicativeScore", "AdditiveScore", "make_score", "attend"]
+
+
+def _check_inputs(query, keys, d_query: int | None = None, d_key: int | None = None) -> None:
+    """``query [batch, d_query]`` and ``keys [batch, key_pos, d_key]``, floating point."""
+    floating_tensor(query, "query", 2, "[batch, d_query]")
+    floating_tensor(keys, "keys", 3, "[batch, key_pos, d_key]")
+    if query.shape[0] != keys.shape[0]:
+        raise ValueError(f"query has batch={query.shape[0]} but keys have batch={keys.shape[0]}")
+    if keys.shape[1] == 0:
+        raise ValueError("keys are an empty sequence (key_pos=0)")
+    if d_query is not None and query.shape[-1] != d_query:
+        raise ValueError(f"query has {query.shape[-1]} features but the score expects {d_query}")
+    if d_key is not None and keys.shape[-1] != d_key:
+        raise ValueError(f"keys have {keys.shape[-1]} features but the score expects {d_key}")
 
 
 class DotScore(nn.Module):
     """Dot-product score ``s_j = h_dec . h_enc_j`` (Luong et al. 2015); needs equal sizes."""
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        _check_score_inputs(query, keys)
+        _check_inputs(query, keys)
         if query.shape[-1] != keys.shape[-1]:
             raise ValueError(
                 "dot score needs equal sizes: "
@@ -31,12 +45,13 @@ class MultiplicativeScore(nn.Module):
 
     def __init__(self, d_query: int, d_key: int):
         super().__init__()
-        _check_sizes(d_query=d_query, d_key=d_key)
-        self.W = nn.Parameter(torch.empty(d_query, d_key))
+        self.W = nn.Parameter(
+            torch.empty(positive_int(d_query, "d_query"), positive_int(d_key, "d_key"))
+        )
         nn.init.xavier_uniform_(self.W)
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        _check_score_inputs(query, keys, *self.W.shape)
+        _check_inputs(query, keys, *self.W.shape)
         projected = query @ self.W  # [batch, d_key]
         return (keys @ projected.unsqueeze(-1)).squeeze(-1)  # [batch, key_pos]
 
@@ -46,15 +61,15 @@ class AdditiveScore(nn.Module):
 
     def __init__(self, d_query: int, d_key: int, d_attn: int | None = None):
         super().__init__()
-        _check_sizes(d_query=d_query, d_key=d_key)
-        d_attn = d_key if d_attn is None else d_attn
-        _check_sizes(d_attn=d_attn)
+        positive_int(d_query, "d_query")
+        positive_int(d_key, "d_key")
+        d_attn = d_key if d_attn is None else positive_int(d_attn, "d_attn")
         self.W_1 = nn.Linear(d_query, d_attn, bias=False)
         self.W_2 = nn.Linear(d_key, d_attn, bias=True)
         self.v = nn.Linear(d_attn, 1, bias=False)
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        _check_score_inputs(query, keys, self.W_1.in_features, self.W_2.in_features)
+        _check_inputs(query, keys, self.W_1.in_features, self.W_2.in_features)
         hidden = torch.tanh(
             self.W_1(query).unsqueeze(-2) + self.W_2(keys)
         )  # [batch, key_pos, d_attn]
@@ -63,17 +78,14 @@ class AdditiveScore(nn.Module):
 
 def make_score(kind: str, d_query: int, d_key: int) -> nn.Module:
     """Build a score module by name: ``"dot"``, ``"multiplicative"`` or ``"additive"``."""
-    for name, value in (("d_query", d_query), ("d_key", d_key)):
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    positive_int(d_query, "d_query")
+    positive_int(d_key, "d_key")
     kinds = {
         "dot": lambda: DotScore(),
         "multiplicative": lambda: MultiplicativeScore(d_query, d_key),
         "additive": lambda: AdditiveScore(d_query, d_key),
     }
-    if kind not in kinds:
-        raise ValueError(f"score kind must be one of {sorted(kinds)}, got {kind!r}")
-    return kinds[kind]()
+    return kinds[one_of(kind, sorted(kinds), "score kind")]()
 
 
 def attend(
@@ -96,10 +108,7 @@ def attend(
         context ``[batch, d_value]`` and weights ``[batch, key_pos]`` (zeros for a row
         with no real source token).
     """
-    if not isinstance(score, nn.Module):
-        raise TypeError(
-            f"score must be a score module (see make_score), got {type(score).__name__}"
-        )
+    instance_of(score, nn.Module, "score", "a score module (see make_score)")
     values = keys if values is None else values
     scores = score(query, keys)  # [batch, key_pos]
     if (
@@ -114,8 +123,6 @@ def attend(
         )
     if values.dtype != scores.dtype:
         raise TypeError(f"values have dtype {values.dtype} but the scores {scores.dtype}")
-    if mask is not None:
-        check_mask(mask, scores.shape)
-    weights = attention_weights(scores, mask)  # [batch, key_pos]
+    weights = attention_weights(scores, mask)  # [batch, key_pos], the mask checked there
     context = (weights.unsqueeze(-2) @ values).squeeze(-2)  # [batch, d_value]
     return context, weights

@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -101,18 +100,6 @@ class TinyBertRecipe:
         )
 
 
-def _play_lines(text: str) -> list[str]:
-    """The spoken lines of a play: each speech (a block between blank lines) without its
-    first line when that is the speaker's name (``HAMLET:``, ``First Lord:``)."""
-    lines = []
-    for speech in re.split(r"\n\s*\n", text):
-        speech_lines = [s for s in speech.splitlines() if s.strip()]
-        if speech_lines and speech_lines[0].strip().endswith(":"):
-            speech_lines = speech_lines[1:]
-        lines += speech_lines
-    return lines
-
-
 @dataclass(frozen=True)
 class ShakespeareCorpus:
     """Chapter 12's pretraining text: lines of the training plays and of the held-out play."""
@@ -133,8 +120,8 @@ def shakespeare_corpus(vocab_size: int = 2000) -> ShakespeareCorpus:
     if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 100:
         raise ValueError(f"vocab_size must be an int >= 100, got {vocab_size!r}")
     train_plays, val_plays = shakespeare.split_plays()
-    train_docs = [_play_lines(text) for _, text in train_plays]
-    val_docs = [_play_lines(text) for _, text in val_plays]
+    train_docs = [shakespeare.spoken_lines(text) for _, text in train_plays]
+    val_docs = [shakespeare.spoken_lines(text) for _, text in val_plays]
     tok = WordPieceTokenizer.train((s for d in train_docs for s in d), vocab_size=vocab_size)
 
     def encode(docs):

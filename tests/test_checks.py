@@ -1,0 +1,110 @@
+"""The shared argument checks: each returns what it checked and refuses bad input with a
+message that names the argument, what was expected and what came."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from transformer_lab.checks import (
+    finite_number,
+    floating_tensor,
+    instance_of,
+    integer,
+    one_of,
+    token_batch,
+    token_ids,
+    torch_module,
+    torch_tensor,
+)
+
+
+def test_integer():
+    assert integer(3, "n") == 3 and integer(0, "n", minimum=0) == 0
+    with pytest.raises(TypeError, match="n must be an int, got float"):
+        integer(3.0, "n")
+    with pytest.raises(TypeError, match="n must be an int, got bool"):
+        integer(True, "n")
+    with pytest.raises(ValueError, match="n must be positive, got 0"):
+        integer(0, "n", minimum=1)
+    with pytest.raises(ValueError, match="n must be >= 2, got 1"):
+        integer(1, "n", minimum=2)
+
+
+@pytest.mark.parametrize(
+    "value, kwargs, error, message",
+    [
+        ("1", {}, TypeError, "x must be a number, got str"),
+        (True, {}, TypeError, "x must be a number, got bool"),
+        (math.inf, {}, ValueError, "x must be a finite number, got inf"),
+        (0, {"above": 0}, ValueError, "x must be a positive finite number, got 0"),
+        (math.nan, {"above": 0}, ValueError, "x must be a positive finite number, got nan"),
+        (1.0, {"above": 1}, ValueError, "x must be a finite number > 1, got 1.0"),
+        (-0.5, {"at_least": 0}, ValueError, "x must be a finite number >= 0, got -0.5"),
+    ],
+)
+def test_finite_number_refuses(value, kwargs, error, message):
+    with pytest.raises(error) as info:
+        finite_number(value, "x", **kwargs)
+    assert str(info.value) == message
+
+
+def test_finite_number_returns_what_it_checked():
+    assert finite_number(0, "x", at_least=0) == 0 and finite_number(2.5, "x", above=1) == 2.5
+
+
+def test_one_of_shows_the_choices_as_given():
+    assert one_of("b", ("a", "b"), "kind") == "b"
+    with pytest.raises(ValueError, match=r"kind must be one of \('a', 'b'\), got 'c'"):
+        one_of("c", ("a", "b"), "kind")
+    with pytest.raises(ValueError, match=r"kind must be one of \['a', 'b'\], got 'c'"):
+        one_of("c", sorted({"b": 1, "a": 2}), "kind")
+    with pytest.raises(ValueError, match=r"kind must be one of \('b', 'a'\), got 'c'"):
+        one_of("c", {"b": 1, "a": 2}, "kind")
+
+
+def test_instance_of_and_torch_types():
+    assert instance_of(3, int, "n") == 3
+    with pytest.raises(TypeError, match="n must be an int or float, got str"):
+        instance_of("3", (int, float), "n")
+    with pytest.raises(TypeError, match="model must be an nn.Module, got NoneType"):
+        instance_of(None, nn.Module, "model", "an nn.Module")
+    t = torch.zeros(2)
+    assert torch_tensor(t, "t") is t
+    with pytest.raises(TypeError, match="t must be a torch.Tensor, got list"):
+        torch_tensor([0.0], "t")
+    norm = nn.LayerNorm(4)
+    assert torch_module(norm, nn.LayerNorm) is norm
+    with pytest.raises(TypeError, match="expected nn.LayerNorm, got Linear"):
+        torch_module(nn.Linear(2, 2), nn.LayerNorm)
+
+
+def test_floating_tensor_names_the_shape():
+    x = torch.zeros(2, 3)
+    assert floating_tensor(x, "x", 2, "[batch, d]") is x
+    with pytest.raises(TypeError, match=r"^x must be a floating-point tensor, got torch.int64$"):
+        floating_tensor(x.long(), "x")
+    with pytest.raises(
+        TypeError, match=r"x must be a floating-point tensor \[batch, d\], got list"
+    ):
+        floating_tensor([1.0], "x", 2, "[batch, d]")
+    with pytest.raises(ValueError, match=r"x must be \[batch, pos, d\], got \(2, 3\)"):
+        floating_tensor(x, "x", 3, "[batch, pos, d]")
+
+
+def test_token_ids_and_batches():
+    ids = torch.tensor([[1, 2]])
+    assert token_ids(ids) is ids and token_batch(ids.int()) is not None
+    with pytest.raises(
+        TypeError, match="idx must be an integer tensor of token ids, got torch.float32"
+    ):
+        token_ids(ids.float())
+    with pytest.raises(TypeError, match="ids must be an integer tensor of token ids, got list"):
+        token_ids([[1, 2]], "ids")
+    with pytest.raises(
+        ValueError, match=r"idx must be \[batch, pos\] with pos >= 1, got shape \(1, 0\)"
+    ):
+        token_batch(ids[:, :0])
