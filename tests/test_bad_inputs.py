@@ -57,6 +57,7 @@ from transformer_lab.nn import scores as NN_SCORES
 from transformer_lab.pretrained import minilm as PT
 from transformer_lab.pretrained import smollm2 as GL
 from transformer_lab.pretrained import tiny_bert as PRETRAINED_TINY_BERT
+from transformer_lab.pretrained import tokenizers as TOK
 from transformer_lab.training import checkpoint as CK
 from transformer_lab.training import distributed as DI
 from transformer_lab.training import finetune as FT
@@ -64,6 +65,7 @@ from transformer_lab.training import gpt as TRAINING_GPT
 from transformer_lab.training import loop as TRN
 from transformer_lab.training import losses as TRAINING_LOSSES
 from transformer_lab.training import progress as PRG
+from transformer_lab.training import schedules as SCH
 from transformer_lab.training import tiny_bert as TBT
 from transformer_lab.training import toy as T
 from transformer_lab.training import train_gpt as TG
@@ -143,7 +145,7 @@ def toy():
 @functools.cache
 def wordpiece():
     texts = ["the cat sat on the mat", "a dog ran in the park"] * 20
-    return PT.WordPieceTokenizer.train(texts, vocab_size=60, min_frequency=1)
+    return TOK.WordPieceTokenizer.train(texts, vocab_size=60, min_frequency=1)
 
 
 def ids(*rows):
@@ -218,21 +220,21 @@ case(
 )
 for n in (0, 1, 2):
     case(
-        PT.WordPieceTokenizer,
+        TOK.WordPieceTokenizer,
         lambda n=n: wordpiece()("the cat", max_length=n),
         ValueError,
         f"max_length must be an int >= 3 (room for [CLS] A [SEP] with at least one token "
         f"per text), got {n}",
     )
 case(
-    PT.WordPieceTokenizer,
+    TOK.WordPieceTokenizer,
     lambda: wordpiece()("the cat", "a dog", max_length=3),
     ValueError,
     "max_length must be an int >= 5 (room for a pair [CLS] A [SEP] B [SEP]",
 )
 case(
-    PT.WordPieceTokenizer,
-    lambda: PT.WordPieceTokenizer(wordpiece().backend, max_length=1),
+    TOK.WordPieceTokenizer,
+    lambda: TOK.WordPieceTokenizer(wordpiece().backend, max_length=1),
     ValueError,
     "max_length must be an int >= 3",
 )
@@ -844,14 +846,14 @@ case(
     "grad_clip must be a number, got None",
 )
 case(
-    TRAINING_GPT.lr_factor,
-    lambda: TRAINING_GPT.lr_factor(-1, TRAINING_GPT.TrainRecipe()),
+    SCH.lr_factor,
+    lambda: SCH.lr_factor(-1, TRAINING_GPT.TrainRecipe()),
     ValueError,
     "step must be an int >= 0, got -1",
 )
 case(
-    TRAINING_GPT.lr_factor,
-    lambda: TRAINING_GPT.lr_factor(0, None),
+    SCH.lr_factor,
+    lambda: SCH.lr_factor(0, None),
     TypeError,
     "recipe must be a TrainRecipe, got NoneType",
 )
@@ -1764,7 +1766,7 @@ case(
     "a query vector must be [d_model]=[2], got (3,)",
 )
 case(
-    PT.TokenBatch,
+    TOK.TokenBatch,
     lambda: wordpiece()(["the cat"]).to("gpu"),
     ValueError,
     "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
@@ -1947,8 +1949,8 @@ case(
     TypeError,
     "model must be a SequenceClassifier, got Linear",
 )
-case(FT.warmup_linear, lambda: FT.warmup_linear(0), ValueError, "steps must be a positive int")
-case(FT.warmup_linear, lambda: FT.warmup_linear(10, 1.5), ValueError, "warmup must be a share")
+case(SCH.warmup_linear, lambda: SCH.warmup_linear(0), ValueError, "steps must be a positive int")
+case(SCH.warmup_linear, lambda: SCH.warmup_linear(10, 1.5), ValueError, "warmup must be a share")
 case(
     FT.train_classifier,
     lambda: FT.train_classifier(nn.Linear(2, 2), labelled(), steps=1, batch_size=2, lr=1e-3),
@@ -2126,8 +2128,8 @@ case(
     "contents must be GGUFContents, got dict",
 )
 case(
-    GL.GGUFTokenizer,
-    lambda: GL.GGUFTokenizer({"tokenizer.ggml.model": "llama"}),
+    TOK.GGUFTokenizer,
+    lambda: TOK.GGUFTokenizer({"tokenizer.ggml.model": "llama"}),
     ValueError,
     "only byte-level BPE ('gpt2') tokenizers are supported, got 'llama'",
 )

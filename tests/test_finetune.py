@@ -16,7 +16,8 @@ from torch import nn
 from transformer_lab.models.bert import BertConfig, BertModel
 from transformer_lab.models.classifier import SequenceClassifier
 from transformer_lab.nn.pooling import mean_pool
-from transformer_lab.pretrained.minilm import WordPieceTokenizer, minilm, minilm_dir
+from transformer_lab.pretrained.minilm import minilm, minilm_dir
+from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training.finetune import (
     ClassificationBatch,
     accuracy,
@@ -27,9 +28,9 @@ from transformer_lab.training.finetune import (
     predict,
     tokenize_labelled,
     train_classifier,
-    warmup_linear,
 )
 from transformer_lab.training.loop import train
+from transformer_lab.training.schedules import warmup_linear
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

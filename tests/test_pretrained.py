@@ -15,13 +15,8 @@ import torch
 
 from transformer_lab.nn.pooling import mean_pool
 from transformer_lab.pretrained import minilm as pretrained
-from transformer_lab.pretrained.minilm import (
-    TokenBatch,
-    WordPieceTokenizer,
-    minilm,
-    minilm_dir,
-    sentence_embeddings,
-)
+from transformer_lab.pretrained.minilm import minilm, minilm_dir, sentence_embeddings
+from transformer_lab.pretrained.tokenizers import TokenBatch, WordPieceTokenizer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the reference models load from local files only
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

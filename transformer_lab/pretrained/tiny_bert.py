@@ -9,9 +9,10 @@ from pathlib import Path
 
 import torch
 
+from transformer_lab.checks import instance_of
 from transformer_lab.device import check_device
 from transformer_lab.models.bert import BertConfig, BertForPreTraining
-from transformer_lab.pretrained.minilm import WordPieceTokenizer, _require
+from transformer_lab.pretrained.tokenizers import WordPieceTokenizer, _require
 
 __all__ = ["save_tiny_bert", "tiny_bert_info", "load_tiny_bert"]
 
@@ -26,16 +27,14 @@ def save_tiny_bert(
     directory: str | Path = DATA_DIR,
 ) -> Path:
     """Write the weights (safetensors), the tokenizer and ``info`` (JSON) to ``directory``."""
-    if not isinstance(model, BertForPreTraining):
-        raise TypeError(f"model must be a BertForPreTraining, got {type(model).__name__}")
-    if not isinstance(info, dict):
-        raise TypeError(f"info must be a dict (written as JSON), got {type(info).__name__}")
+    instance_of(model, BertForPreTraining, "model")
+    instance_of(info, dict, "info", "a dict (written as JSON)")
     safetensors_torch = _require("safetensors.torch", "safetensors")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     safetensors_torch.save_model(model.cpu(), str(directory / WEIGHTS))
     tokenizer.backend.save(str(directory / TOKENIZER))
-    config = dataclasses.asdict(model.cfg)
+    config = dataclasses.asdict(model.config)
     (directory / INFO).write_text(json.dumps({"config": config, **info}, indent=1) + "\n")
     return directory
 
@@ -56,7 +55,7 @@ def load_tiny_bert(
     ``model`` is a ``BertForPreTraining`` (masked-LM and next-sentence heads); its encoder
     alone is ``model.bert``, a ``BertModel`` whose ``pooler_output`` and
     ``last_hidden_state`` suit a classification head. Inputs hold at most
-    ``model.cfg.max_pos`` tokens; the tokenizer truncates to that.
+    ``model.config.max_pos`` tokens; the tokenizer truncates to that.
     """
     safetensors_torch = _require("safetensors.torch", "safetensors")
     device = None if device is None else check_device(device)

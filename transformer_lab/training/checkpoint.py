@@ -8,17 +8,25 @@ dropout and data shuffling draw from. :func:`save_checkpoint` writes all of it i
 only rebuilds tensors and plain Python values and never runs code stored in the file.
 
 :func:`transformer_lab.training.loop.train` uses both: ``checkpoint=path, checkpoint_every=k``
-saves every ``k`` steps and at the end, ``resume=True`` continues from ``path``.
+saves every ``k`` steps and at the end, ``resume=True`` continues from ``path``: weights,
+optimizer, schedule, losses, step count and random generators are restored, and the first
+``step`` batches are drawn and skipped, so that a stream that starts the same (a seeded one)
+continues where the saved run left it. The result then covers the whole run, and ``steps``
+counts from its start. In a run of several processes rank 0 writes the file, with the
+generators of every rank, and each rank resumes its own.
 """
 
 from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from transformer_lab.checks import instance_of, int_at_least
 
 __all__ = ["rng_state", "set_rng_state", "save_checkpoint", "load_checkpoint"]
 
@@ -86,14 +94,10 @@ def save_checkpoint(
     ``rng_states``: one :func:`rng_state` per process (default: this process's only).
     ``extra``: any further plain values (a config as a dict, the data's name...).
     """
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a file path, got {type(path).__name__}")
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch optimizer, got {type(optimizer).__name__}")
-    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-        raise ValueError(f"step must be an int >= 0, got {step!r}")
+    instance_of(path, (str, os.PathLike), "path", "a file path")
+    instance_of(model, torch.nn.Module, "model", "an nn.Module")
+    instance_of(optimizer, torch.optim.Optimizer, "optimizer", "a torch optimizer")
+    int_at_least(step, 0, "step")
     path = Path(path)
     state = {
         "format": FORMAT,
@@ -115,8 +119,7 @@ def save_checkpoint(
 
 def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
     """Read a checkpoint written by :func:`save_checkpoint` (safely: ``weights_only=True``)."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a file path, got {type(path).__name__}")
+    instance_of(path, (str, os.PathLike), "path", "a file path")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
@@ -124,3 +127,54 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise ValueError(f"{path} is not a transformer_lab checkpoint (format {FORMAT})")
     return state
+
+
+def _save_run(path, model, optimizer, scheduler, result, place) -> None:
+    """Save the run of :func:`~transformer_lab.training.loop.train` that ``result`` records;
+    in a distributed run, rank 0 writes every rank's generators and all wait for the file."""
+    states = [rng_state()]
+    if place.distributed:  # every rank's generators, so each rank resumes its own
+        states = [None] * place.world_size
+        torch.distributed.all_gather_object(states, rng_state())
+    if place.is_main:
+        save_checkpoint(
+            path,
+            model=model,
+            optimizer=optimizer,
+            scheduler=scheduler,
+            step=result.steps,
+            losses=result.losses,
+            evals=result.evals,
+            rng_states=states,
+        )
+    if place.distributed:
+        torch.distributed.barrier()  # nobody reads the file before it is complete
+
+
+def _resume_run(path, model, optimizer, scheduler, result, place, stream: Iterator) -> None:
+    """Continue the run saved in ``path``: restore the weights, the optimizer, the schedule
+    and ``result``, draw and skip the batches the saved run used, and restore this process's
+    random generators."""
+    state = load_checkpoint(path, map_location=next(model.parameters()).device)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    if (scheduler is None) != (state["scheduler"] is None):
+        raise ValueError(
+            "the checkpoint was saved "
+            + ("with" if state["scheduler"] is not None else "without")
+            + " a learning-rate schedule; resume it the same way"
+        )
+    if scheduler is not None:
+        scheduler.load_state_dict(state["scheduler"])
+    result.steps = result.first_step = state["step"]
+    result.losses = list(state["losses"])
+    result.evals = [tuple(e) for e in state["evals"]]
+    states = state["rng"]
+    if len(states) != place.world_size:
+        raise ValueError(
+            f"the checkpoint was saved by {len(states)} process(es); resume it with as many "
+            f"(this run has {place.world_size})"
+        )
+    for _ in range(result.steps):  # replay the stream up to the saved step
+        next(stream)
+    set_rng_state(states[place.rank])

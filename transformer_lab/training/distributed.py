@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from transformer_lab.checks import integer
 from transformer_lab.device import check_device
 
 __all__ = [
@@ -126,9 +127,8 @@ def shard(batch, rank: int, world_size: int):
     The shards of ranks ``0 .. world_size-1`` put back in order are the global batch, so a
     run on N processes sees the same examples in the same order as a run on one.
     """
-    for name, value in (("rank", rank), ("world_size", world_size)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    integer(rank, "rank")
+    integer(world_size, "world_size")
     if world_size < 1 or not 0 <= rank < world_size:
         raise ValueError(f"need 0 <= rank < world_size, got rank={rank}, world_size={world_size}")
     if isinstance(batch, torch.Tensor):

@@ -23,19 +23,20 @@ Then dropout and ``W_c p + b_c``. Three ways to get a classifier, all trained by
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import check_labels
+from transformer_lab.checks import check_labels, floating_tensor, instance_of, one_of, positive_int
+from transformer_lab.device import evaluating
 from transformer_lab.models.bert import BertModel
 from transformer_lab.models.classifier import SequenceClassifier
-from transformer_lab.pretrained.minilm import WordPieceTokenizer
+from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training.loop import TrainResult, to_device, train
+from transformer_lab.training.schedules import warmup_linear
 
 __all__ = [
     "build_classifier",
@@ -46,7 +47,6 @@ __all__ = [
     "predict",
     "accuracy",
     "encode_features",
-    "warmup_linear",
     "train_classifier",
     "fit_probe",
 ]
@@ -64,12 +64,10 @@ def build_classifier(
     - ``"finetune"``: the pretrained weights, trainable.
 
     The random draws (a scratch encoder's weights, the new head) come from ``seed``."""
-    if not isinstance(encoder, BertModel):
-        raise TypeError(f"encoder must be a BertModel, got {type(encoder).__name__}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    instance_of(encoder, BertModel, "encoder")
+    one_of(method, METHODS, "method")
     torch.manual_seed(seed)
-    body = BertModel(encoder.cfg)
+    body = BertModel(encoder.config)
     if method != "scratch":
         body.load_state_dict(encoder.state_dict())
     clf = SequenceClassifier(body, n_classes, pooling=pooling).to(next(encoder.parameters()).device)
@@ -104,8 +102,7 @@ def tokenize_labelled(
     tokenizer: WordPieceTokenizer, texts: Sequence[str], labels: Sequence[int], max_length: int
 ) -> ClassificationBatch:
     """Tokenize ``texts`` (truncated to ``max_length`` tokens) with their ``labels``."""
-    if not isinstance(tokenizer, WordPieceTokenizer):
-        raise TypeError(f"tokenizer must be a WordPieceTokenizer, got {type(tokenizer).__name__}")
+    instance_of(tokenizer, WordPieceTokenizer, "tokenizer")
     if isinstance(texts, str) or len(texts) != len(labels):
         raise ValueError(
             f"texts must be a list of strings as long as labels, got "
@@ -119,10 +116,8 @@ def classification_batches(
     data: ClassificationBatch, batch_size: int, seed: int
 ) -> Iterator[ClassificationBatch]:
     """Endless shuffled mini-batches of ``data``: a new order every epoch, from ``seed``."""
-    if not isinstance(data, ClassificationBatch):
-        raise TypeError(f"data must be a ClassificationBatch, got {type(data).__name__}")
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    instance_of(data, ClassificationBatch, "data")
+    positive_int(batch_size, "batch_size")
     gen = torch.Generator().manual_seed(seed)
     while True:
         order = torch.randperm(len(data), generator=gen)
@@ -140,18 +135,14 @@ def classification_loss(model: SequenceClassifier, batch: ClassificationBatch) -
 @torch.no_grad()
 def predict(model: nn.Module, data: ClassificationBatch, batch_size: int = 64) -> torch.Tensor:
     """Predicted classes ``[n]`` of ``model`` on ``data``, in eval mode."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module (a classifier), got {type(model).__name__}")
-    if not isinstance(data, ClassificationBatch):
-        raise TypeError(f"data must be a ClassificationBatch, got {type(data).__name__}")
-    was_training = model.training
-    model.eval()
+    instance_of(model, nn.Module, "model", "an nn.Module (a classifier)")
+    instance_of(data, ClassificationBatch, "data")
     device = next(model.parameters()).device
     out = []
-    for start in range(0, len(data), batch_size):
-        b = data[slice(start, start + batch_size)].to(device)
-        out.append(model(b.input_ids, b.attention_mask).argmax(-1).cpu())
-    model.train(was_training)
+    with evaluating(model):
+        for start in range(0, len(data), batch_size):
+            b = data[slice(start, start + batch_size)].to(device)
+            out.append(model(b.input_ids, b.attention_mask).argmax(-1).cpu())
     return torch.cat(out)
 
 
@@ -165,36 +156,15 @@ def encode_features(
     model: SequenceClassifier, data: ClassificationBatch, batch_size: int = 64
 ) -> torch.Tensor:
     """The pooled vectors ``[n, d_model]`` of a (frozen) classifier's encoder, in eval mode."""
-    if not isinstance(model, SequenceClassifier):
-        raise TypeError(f"model must be a SequenceClassifier, got {type(model).__name__}")
-    if not isinstance(data, ClassificationBatch):
-        raise TypeError(f"data must be a ClassificationBatch, got {type(data).__name__}")
-    was_training = model.training
-    model.eval()
+    instance_of(model, SequenceClassifier, "model")
+    instance_of(data, ClassificationBatch, "data")
     device = next(model.parameters()).device
     out = []
-    for start in range(0, len(data), batch_size):
-        b = data[slice(start, start + batch_size)].to(device)
-        out.append(model.features(b.input_ids, b.attention_mask).cpu())
-    model.train(was_training)
+    with evaluating(model):
+        for start in range(0, len(data), batch_size):
+            b = data[slice(start, start + batch_size)].to(device)
+            out.append(model.features(b.input_ids, b.attention_mask).cpu())
     return torch.cat(out)
-
-
-def warmup_linear(steps: int, warmup: float = 0.1) -> Callable[[int], float]:
-    """Learning-rate factor for ``train(lr_schedule=...)``: linear warmup over the first
-    ``warmup`` share of ``steps``, then linear decay to zero (BERT's schedule)."""
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
-    if not 0.0 <= warmup < 1.0:
-        raise ValueError(f"warmup must be a share in [0, 1), got {warmup!r}")
-    n_warm = max(1, math.ceil(warmup * steps))
-
-    def factor(step: int) -> float:
-        if step < n_warm:
-            return (step + 1) / n_warm
-        return max(0.0, (steps - step) / max(1, steps - n_warm))
-
-    return factor
 
 
 def train_classifier(
@@ -214,8 +184,7 @@ def train_classifier(
     """Train ``model`` on ``data`` for ``steps`` mini-batches with AdamW, the head at ``lr``
     and the (unfrozen) encoder at ``encoder_lr``, warmup then linear decay, through
     :func:`transformer_lab.training.loop.train`."""
-    if not isinstance(model, SequenceClassifier):
-        raise TypeError(f"model must be a SequenceClassifier, got {type(model).__name__}")
+    instance_of(model, SequenceClassifier, "model")
     groups = model.parameter_groups(lr, encoder_lr)
     fused = next(model.parameters()).device.type in ("cpu", "cuda")
     optimizer = torch.optim.AdamW(groups, weight_decay=weight_decay, fused=fused)
@@ -248,9 +217,7 @@ def fit_probe(
     AdamW through :func:`transformer_lab.training.loop.train`, and the standardisation is folded
     into the returned ``nn.Linear(d, n_classes)``, which acts on raw features (and so can
     replace the head of a :class:`SequenceClassifier`)."""
-    if not isinstance(features, torch.Tensor) or features.dim() != 2:
-        got = tuple(features.shape) if isinstance(features, torch.Tensor) else features
-        raise ValueError(f"features must be a [n, d] tensor, got {got}")
+    floating_tensor(features, "features", dim=2, shape="a [n, d] tensor")
     if not isinstance(labels, torch.Tensor) or labels.shape != features.shape[:1]:
         got = tuple(labels.shape) if isinstance(labels, torch.Tensor) else labels
         raise ValueError(f"labels must be [n] = {tuple(features.shape[:1])}, got {got}")

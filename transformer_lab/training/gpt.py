@@ -1,28 +1,38 @@
-"""The GPT training recipe: AdamW with decoupled weight decay, warm-up and cosine decay,
-presets sized for a CPU or a GPU, and held-out loss."""
+"""The GPT training recipe: AdamW with decoupled weight decay (:func:`make_optimizer`), a
+warm-up and a cosine decay (:func:`~transformer_lab.training.schedules.lr_factor`), presets
+sized for a CPU or a GPU (:data:`PRESETS`), and the held-out loss (:func:`evaluate_lm`).
+
+:func:`train_gpt` runs the recipe through the book's loop
+(:func:`~transformer_lab.training.loop.train`) on random windows of the training text, on
+one process or, launched by torchrun, on several that split every global batch."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import check_token_range
+from transformer_lab.checks import (
+    check_token_range,
+    finite_number,
+    fraction,
+    instance_of,
+    integer,
+    is_int,
+    positive,
+    positive_int,
+)
+from transformer_lab.data.shakespeare import get_batch
+from transformer_lab.device import evaluating
 from transformer_lab.models.gpt import GPTConfig
+from transformer_lab.training.distributed import DistInfo, info, shard
+from transformer_lab.training.loop import TrainResult, train
 from transformer_lab.training.losses import lm_loss
+from transformer_lab.training.schedules import lr_factor
 
-__all__ = [
-    "evaluate_lm",
-    "TrainRecipe",
-    "lr_factor",
-    "make_optimizer",
-    "train_gpt",
-    "PRESETS",
-    "preset",
-]
+__all__ = ["evaluate_lm", "TrainRecipe", "make_optimizer", "train_gpt", "PRESETS", "preset"]
 
 
 @torch.no_grad()
@@ -36,13 +46,9 @@ def evaluate_lm(
     tokens before it in its window, as in training. Deterministic: no sampling.
     """
     n_ctx = _check_lm_args(model, data, n_ctx, "data")
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    positive_int(batch_size, "batch_size")
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     n_windows = (len(data) - 1) // n_ctx
-    total, count = 0.0, 0
     inputs = data[: n_windows * n_ctx].view(n_windows, n_ctx)
     targets = data[1 : n_windows * n_ctx + 1].view(n_windows, n_ctx)
     chunks = [
@@ -52,14 +58,15 @@ def evaluate_lm(
     rest = len(data) - 1 - n_windows * n_ctx
     if rest:
         chunks.append((data[-rest - 1 : -1][None], data[-rest:][None]))
-    for x, y in chunks:
-        logits = model(x.to(device))  # [batch, pos, d_vocab]
-        loss = F.cross_entropy(
-            logits.flatten(0, 1).float(), y.to(device).flatten(), reduction="sum"
-        )
-        total += float(loss)
-        count += y.numel()
-    model.train(was_training)
+    total, count = 0.0, 0
+    with evaluating(model):
+        for x, y in chunks:
+            logits = model(x.to(device))  # [batch, pos, d_vocab]
+            loss = F.cross_entropy(
+                logits.flatten(0, 1).float(), y.to(device).flatten(), reduction="sum"
+            )
+            total += float(loss)
+            count += y.numel()
     return total / count
 
 
@@ -75,52 +82,28 @@ class TrainRecipe:
     grad_clip: float = 1.0  # clip the global gradient norm to this
 
     def __post_init__(self):
-        for name in ("batch_size", "steps"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not isinstance(self.warmup, int) or not 0 <= self.warmup <= self.steps:
+        positive_int(self.batch_size, "batch_size")
+        positive_int(self.steps, "steps")
+        if not is_int(self.warmup) or not 0 <= self.warmup <= self.steps:
             raise ValueError(
                 f"warmup must be an int in [0, steps={self.steps}], got {self.warmup!r}"
             )
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got {self.lr!r}")
-        if not 0 <= self.min_lr_ratio <= 1:
-            raise ValueError(f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio!r}")
-        if not 0 <= self.beta2 < 1:
-            raise ValueError(f"beta2 must be in [0, 1), got {self.beta2!r}")
-        for name in ("lr", "min_lr_ratio", "weight_decay", "beta2", "grad_clip"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"{name} must be a number, got {value!r}")
-            if not math.isfinite(value):
-                raise ValueError(f"{name} must be finite, got {value!r}")
-        if self.weight_decay < 0 or not self.grad_clip > 0:
-            raise ValueError("weight_decay must be >= 0 and grad_clip positive")
-
-
-def lr_factor(step: int, recipe: TrainRecipe) -> float:
-    """Multiplier of the peak learning rate at ``step`` (0-based): a linear warmup over
-    ``recipe.warmup`` steps, then a half cosine from 1 down to ``min_lr_ratio``."""
-    if not isinstance(recipe, TrainRecipe):
-        raise TypeError(f"recipe must be a TrainRecipe, got {type(recipe).__name__}")
-    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
-        raise ValueError(f"step must be an int >= 0, got {step!r}")
-    if step < recipe.warmup:
-        return (step + 1) / recipe.warmup
-    progress = min(1.0, (step - recipe.warmup) / max(1, recipe.steps - 1 - recipe.warmup))
-    return recipe.min_lr_ratio + (1 - recipe.min_lr_ratio) * 0.5 * (
-        1 + math.cos(math.pi * progress)
-    )
+        positive(self.lr, "lr")
+        fraction(self.min_lr_ratio, "min_lr_ratio")
+        fraction(self.beta2, "beta2", closed=False)
+        finite_number(self.weight_decay, "weight_decay", at_least=0)
+        positive(self.grad_clip, "grad_clip")
 
 
 def make_optimizer(model: nn.Module, recipe: TrainRecipe) -> torch.optim.Optimizer:
     """AdamW with weight decay on the weight matrices (and embeddings), none on biases and
     layer norm parameters (Loshchilov & Hutter 2019)."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    if not isinstance(recipe, TrainRecipe):
-        raise TypeError(f"recipe must be a TrainRecipe, got {type(recipe).__name__}")
+    instance_of(model, nn.Module, "model", "an nn.Module")
+    instance_of(recipe, TrainRecipe, "recipe")
+    return _adamw(model, recipe)
+
+
+def _adamw(model: nn.Module, recipe: TrainRecipe) -> torch.optim.Optimizer:
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [
         {"params": [p for p in params if p.dim() >= 2], "weight_decay": recipe.weight_decay},
@@ -147,10 +130,10 @@ def train_gpt(
     resume: bool = False,
     loss_fn=None,
     until: int | None = None,
-):
+) -> TrainResult:
     """Train ``model`` (any module mapping ids ``[batch, pos]`` to logits) on random windows
     of ``n_ctx`` tokens of ``train_ids`` (default ``model.config.n_ctx``) with ``recipe``;
-    returns :class:`transformer_lab.training.loop.TrainResult`.
+    returns its :class:`~transformer_lab.training.loop.TrainResult`.
 
     The batches come from a generator seeded with ``seed``, so a run is reproducible.
     ``checkpoint``, ``checkpoint_every`` and ``resume`` save and continue the run (see
@@ -164,36 +147,8 @@ def train_gpt(
     examples that one process sees, in the same order, and take the same steps. Dropout
     draws from a generator seeded with ``seed + rank``.
     """
-    from transformer_lab.data.shakespeare import get_batch
-    from transformer_lab.training.distributed import info, shard
-    from transformer_lab.training.loop import train
-
-    n_ctx = _check_lm_args(model, train_ids, n_ctx, "train_ids")
-    if not isinstance(recipe, TrainRecipe):
-        raise TypeError(f"recipe must be a TrainRecipe, got {type(recipe).__name__}")
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    if len(train_ids) <= n_ctx:
-        raise ValueError(
-            f"train_ids has {len(train_ids)} tokens; windows of n_ctx={n_ctx} need more"
-        )
-    if until is not None and (
-        not isinstance(until, int) or isinstance(until, bool) or not 0 < until <= recipe.steps
-    ):
-        raise ValueError(f"until must be an int in [1, recipe.steps={recipe.steps}], got {until!r}")
-    place = info()
-    if recipe.batch_size % place.world_size:
-        raise ValueError(
-            f"recipe.batch_size={recipe.batch_size} (the global batch) does not split evenly "
-            f"over {place.world_size} processes"
-        )
-    generator = torch.Generator().manual_seed(seed)
-
-    def batches():
-        while True:
-            batch = get_batch(train_ids, recipe.batch_size, n_ctx, generator=generator)
-            yield shard(batch, place.rank, place.world_size) if place.distributed else batch
-
+    n_ctx, place = _check_gpt_run(model, train_ids, recipe, n_ctx, seed, until)
+    batches = _windows(train_ids, recipe.batch_size, n_ctx, seed, place)
     # dropout draws from the global generators: seed them for this run only, and give the
     # caller's random state back afterwards
     cuda = [torch.cuda.current_device()] if torch.cuda.is_initialized() else []
@@ -201,10 +156,10 @@ def train_gpt(
         torch.manual_seed(seed + place.rank)
         return train(
             model,
-            batches(),
+            batches,
             lm_loss if loss_fn is None else loss_fn,
             steps=recipe.steps if until is None else until,
-            optimizer=make_optimizer(model, recipe),
+            optimizer=_adamw(model, recipe),
             lr_schedule=lambda step: lr_factor(step, recipe),
             grad_clip=recipe.grad_clip,
             device=device,
@@ -217,10 +172,40 @@ def train_gpt(
         )
 
 
+def _check_gpt_run(model, train_ids, recipe, n_ctx, seed, until) -> tuple[int, DistInfo]:
+    """What :func:`train_gpt` adds to the checks of :func:`train`: the token ids and the
+    window length, the recipe, the seed, ``until``, and a global batch that splits evenly
+    over the processes. Returns the window length and this process's place."""
+    n_ctx = _check_lm_args(model, train_ids, n_ctx, "train_ids")
+    instance_of(recipe, TrainRecipe, "recipe")
+    integer(seed, "seed")
+    if len(train_ids) <= n_ctx:
+        raise ValueError(
+            f"train_ids has {len(train_ids)} tokens; windows of n_ctx={n_ctx} need more"
+        )
+    if until is not None and (not is_int(until) or not 0 < until <= recipe.steps):
+        raise ValueError(f"until must be an int in [1, recipe.steps={recipe.steps}], got {until!r}")
+    place = info()
+    if recipe.batch_size % place.world_size:
+        raise ValueError(
+            f"recipe.batch_size={recipe.batch_size} (the global batch) does not split evenly "
+            f"over {place.world_size} processes"
+        )
+    return n_ctx, place
+
+
+def _windows(ids: torch.Tensor, batch_size: int, n_ctx: int, seed: int, place: DistInfo):
+    """Endless random batches of ``batch_size`` windows of ``n_ctx`` tokens from one
+    generator seeded with ``seed``; in a distributed run, this process's share of each."""
+    generator = torch.Generator().manual_seed(seed)
+    while True:
+        batch = get_batch(ids, batch_size, n_ctx, generator=generator)
+        yield shard(batch, place.rank, place.world_size) if place.distributed else batch
+
+
 def _check_lm_args(model, ids, n_ctx, name: str) -> int:
     """Check a model and 1-d token ids for language modelling; return the window length."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    instance_of(model, nn.Module, "model", "an nn.Module")
     if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.long, torch.int):
         got = getattr(ids, "dtype", type(ids).__name__)
         raise TypeError(f"{name} must be a tensor of integer token ids, got {got}")
@@ -233,10 +218,9 @@ def _check_lm_args(model, ids, n_ctx, name: str) -> int:
         n_ctx = getattr(config, "n_ctx", None)
         if n_ctx is None:
             raise ValueError("n_ctx is needed for a model without config.n_ctx")
-    if not isinstance(n_ctx, int) or isinstance(n_ctx, bool) or n_ctx <= 0:
-        raise ValueError(f"n_ctx must be a positive int, got {n_ctx!r}")
+    positive_int(n_ctx, "n_ctx")
     d_vocab = getattr(config, "d_vocab", None)
-    if isinstance(d_vocab, int):
+    if is_int(d_vocab):
         check_token_range(ids, d_vocab, name)
     return n_ctx
 

@@ -18,6 +18,17 @@ manages, which is handy on a slow or busy computer but not reproducible.
 
 Batches go to the device with ``batch.to(device)`` when they have that method (tensors,
 the data sets' ``Batch``), or element by element for tuples, lists and dicts.
+
+Saving and resuming: with ``checkpoint=path`` the run is saved every ``checkpoint_every``
+steps, if given, and when the loop ends; ``resume=True`` continues it exactly (see
+:mod:`transformer_lab.training.checkpoint`).
+
+Several processes: launched by torchrun (see :mod:`transformer_lab.training.distributed`,
+whose ``setup`` must have joined the process group), every process runs this same loop on
+its own batches. The model is wrapped in ``DistributedDataParallel``, which averages the
+gradients over the processes; the recorded losses are averages over the processes; only
+rank 0 shows progress, evaluates and writes checkpoints; all processes stop at the same
+step.
 """
 
 from __future__ import annotations
@@ -25,20 +36,24 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
+from torch.optim.lr_scheduler import LambdaLR
 
-from transformer_lab.device import check_device, num_threads, seed_everything
-from transformer_lab.training import distributed
-from transformer_lab.training.checkpoint import (
-    load_checkpoint,
-    rng_state,
-    save_checkpoint,
-    set_rng_state,
+from transformer_lab.checks import (
+    finite_number,
+    instance_of,
+    is_int,
+    non_negative_int,
+    positive,
+    positive_number,
 )
+from transformer_lab.device import check_device, evaluating, num_threads, seed_everything
+from transformer_lab.training import distributed
+from transformer_lab.training.checkpoint import _resume_run, _save_run
 from transformer_lab.training.losses import seq2seq_loss
 
 __all__ = ["TrainResult", "to_device", "num_threads", "train", "evaluate"]
@@ -120,7 +135,8 @@ def train(
         seconds: stop once this much wall time has passed (checked after every step).
         lr: learning rate of the default optimizer, Adam.
         optimizer: use this optimizer instead (``lr`` is then ignored).
-        lr_schedule: ``step -> factor`` multiplying the learning rate (``LambdaLR``).
+        lr_schedule: ``step -> factor`` multiplying the learning rate (``LambdaLR``; see
+            :mod:`transformer_lab.training.schedules`).
         grad_clip: clip the gradient norm to this value; None turns clipping off.
         device: move the model and batches here; None keeps the model's device.
         seed: seed every generator first (dropout, shuffles drawn inside the loop).
@@ -133,107 +149,32 @@ def train(
         eval_every: how often to run ``eval_fn``.
         threads: CPU threads for the loop (see :func:`num_threads`); None keeps the
             current setting.
-        checkpoint: a file to save the run in (see :mod:`transformer_lab.training.checkpoint`): every
-            ``checkpoint_every`` steps, if given, and when the loop ends.
+        checkpoint: a file to save the run in, every ``checkpoint_every`` steps and at the end.
         checkpoint_every: how often to save.
-        resume: continue the run saved in ``checkpoint``: weights, optimizer, schedule,
-            losses, step count and random generators are restored, and the first
-            ``step`` batches of ``batches`` are drawn and skipped, so that a stream that
-            starts the same (a seeded one) continues where the saved run left it. The
-            result then covers the whole run, and ``steps`` counts from its start.
-
-    Launched by torchrun (see :mod:`transformer_lab.training.distributed`, whose ``setup`` must
-    have joined the process group), every process runs this same loop on its own batches:
-    the model is wrapped in ``DistributedDataParallel``, which averages the gradients over
-    the processes; the recorded losses are averages over the processes; only rank 0 shows
-    progress, evaluates and writes checkpoints; all processes stop at the same step.
+        resume: continue the run saved in ``checkpoint``.
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be a function (model, batch) -> loss, got {loss_fn!r}")
-    if not hasattr(batches, "__iter__"):
-        raise TypeError(f"batches must be an iterable of batches, got {type(batches).__name__}")
-    if (
-        isinstance(lr, bool)
-        or not isinstance(lr, (int, float))
-        or not (lr > 0 and math.isfinite(lr))
-    ):
-        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
-    if grad_clip is not None and not (isinstance(grad_clip, (int, float)) and grad_clip > 0):
-        raise ValueError(f"grad_clip must be None or a positive number, got {grad_clip!r}")
-    if steps is None and seconds is None and not hasattr(batches, "__len__"):
-        raise ValueError("an endless stream of batches needs steps= or seconds= to stop")
-    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 0):
-        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
-    if seconds is not None and not seconds > 0:
-        raise ValueError(f"seconds must be positive, got {seconds!r}")
-    if eval_every is not None and (eval_fn is None or eval_every <= 0):
-        raise ValueError("eval_every needs an eval_fn and must be positive")
-    if not any(p.requires_grad for p in model.parameters()):
-        raise ValueError("the model has no trainable parameters")
-    if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
-        raise TypeError(f"checkpoint must be a file path, got {type(checkpoint).__name__}")
-    if checkpoint_every is not None and (
-        checkpoint is None
-        or not isinstance(checkpoint_every, int)
-        or isinstance(checkpoint_every, bool)
-        or checkpoint_every <= 0
-    ):
-        raise ValueError("checkpoint_every needs a checkpoint path and must be a positive int")
-    if resume and checkpoint is None:
-        raise ValueError("resume=True needs the checkpoint path to resume from")
+    _check_train_args(
+        model, batches, loss_fn, steps=steps, seconds=seconds, lr=lr, grad_clip=grad_clip,
+        eval_fn=eval_fn, eval_every=eval_every, checkpoint=checkpoint,
+        checkpoint_every=checkpoint_every, resume=resume,
+    )  # fmt: skip
     with num_threads(threads):
         if seed is not None:
             seed_everything(seed)
         place = distributed.info()
-        if device is None:
-            device = place.device if place.distributed else _model_device(model)
-        device = check_device(device)
-        model.to(device)
-        if optimizer is None:
-            optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-        scheduler = (
-            torch.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule) if lr_schedule else None
-        )
-        # in a distributed run the loss is computed inside DistributedDataParallel's forward,
-        # so that any loss_fn (one calling model.some_method included) syncs the gradients
-        step_fn = _LossModule(model, loss_fn)
-        if place.distributed:
-            ids = [device.index] if device.type == "cuda" else None
-            step_fn = nn.parallel.DistributedDataParallel(step_fn, device_ids=ids)
-
-        result = TrainResult()
-        iterator = iter(batches)
-        saved_rng = None
+        device = _place_model(model, device, place)
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr) if optimizer is None else optimizer
+        scheduler = LambdaLR(optimizer, lr_schedule) if lr_schedule else None
+        step_fn = _loss_step(model, loss_fn, device, place)  # DDP-wrapped on several processes
+        result, stream = TrainResult(), iter(batches)
         if resume:
-            saved_rng = _restore(checkpoint, model, optimizer, scheduler, result, place)
-            for _ in range(result.steps):  # replay the stream up to the saved step
-                next(iterator)
-        bar = None
-        if progress and place.is_main:
-            from transformer_lab.training.progress import progress_bar
-
-            bar = progress_bar(total=steps, desc=desc)
-            bar.update(result.steps)
-        if saved_rng is not None:
-            set_rng_state(saved_rng)
+            _resume_run(checkpoint, model, optimizer, scheduler, result, place, stream)
+        bar = _progress_bar(steps, desc, result.steps) if progress and place.is_main else None
         start = time.perf_counter()
         model.train()
-        result.stopped_by = "steps"
         try:
-            while steps is None or result.steps < steps:
-                step_start, step_cpu = time.perf_counter(), time.thread_time()
-                batch = next(iterator, _END)
-                if place.distributed and _any_rank(batch is _END, device):
-                    batch = _END  # one rank ran out of data: all stop at this step
-                if batch is _END:
-                    result.stopped_by = "data"
-                    break
-                batch = to_device(batch, device)
-                loss = step_fn(batch)
-                if loss.dim() != 0:
-                    raise ValueError(f"loss_fn must return a scalar, got shape {tuple(loss.shape)}")
+            for batch, clocks in _batches(stream, steps, device, place, result):
+                loss = _scalar(step_fn(batch))  # forward pass and loss
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 if grad_clip is not None:
@@ -242,23 +183,11 @@ def train(
                 if scheduler is not None:
                     scheduler.step()
                 out_of_time = seconds is not None and time.perf_counter() - start >= seconds
-                if place.distributed:
-                    value, out_of_time = _mean_loss_and_any(loss, out_of_time, place.world_size)
-                else:
-                    value = loss.item()
-                if not math.isfinite(value):
-                    raise FloatingPointError(f"loss became {value} at step {result.steps}")
-                result.losses.append(value)
-                result.step_seconds.append(time.perf_counter() - step_start)
-                result.step_cpu_seconds.append(time.thread_time() - step_cpu)
-                result.steps += 1
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix(loss=f"{value:.3f}", refresh=False)
+                out_of_time = _record(result, loss, out_of_time, clocks, place, bar)
                 if eval_every and result.steps % eval_every == 0 and place.is_main:
                     result.evals.append((result.steps, _run_eval(model, eval_fn)))
                 if checkpoint_every and result.steps % checkpoint_every == 0:
-                    _save(checkpoint, model, optimizer, scheduler, result, place)
+                    _save_run(checkpoint, model, optimizer, scheduler, result, place)
                 if out_of_time:
                     result.stopped_by = "seconds"
                     break
@@ -266,18 +195,130 @@ def train(
             if bar is not None:
                 bar.close()
             model.eval()
-        if (
-            eval_fn is not None
-            and place.is_main
-            and (not result.evals or result.evals[-1][0] != result.steps)
-        ):
+        evaluated = result.evals and result.evals[-1][0] == result.steps
+        if eval_fn is not None and place.is_main and not evaluated:
             result.evals.append((result.steps, _run_eval(model, eval_fn)))
-        if checkpoint is not None and not (
-            checkpoint_every and result.steps % checkpoint_every == 0
-        ):
-            _save(checkpoint, model, optimizer, scheduler, result, place)
+        saved = checkpoint_every and result.steps % checkpoint_every == 0
+        if checkpoint is not None and not saved:
+            _save_run(checkpoint, model, optimizer, scheduler, result, place)
         result.seconds = time.perf_counter() - start
         return result
+
+
+def _check_train_args(
+    model,
+    batches,
+    loss_fn,
+    *,
+    steps,
+    seconds,
+    lr,
+    grad_clip,
+    eval_fn,
+    eval_every,
+    checkpoint,
+    checkpoint_every,
+    resume,
+) -> None:
+    """The checks of :func:`train`'s arguments, each alone and how they go together."""
+    _check_model_and_loss(model, loss_fn)
+    instance_of(batches, Iterable, "batches", "an iterable of batches")
+    if steps is None and seconds is None and not hasattr(batches, "__len__"):
+        raise ValueError("an endless stream of batches needs steps= or seconds= to stop")
+    if steps is not None:
+        non_negative_int(steps, "steps")
+    if seconds is not None:
+        positive(seconds, "seconds")
+    finite_number(lr, "lr", above=0)
+    if grad_clip is not None:
+        positive_number(grad_clip, "grad_clip")
+    if eval_every is not None and (eval_fn is None or not is_int(eval_every) or eval_every <= 0):
+        raise ValueError("eval_every needs an eval_fn and must be positive")
+    if not any(p.requires_grad for p in model.parameters()):
+        raise ValueError("the model has no trainable parameters")
+    if checkpoint is not None:
+        instance_of(checkpoint, (str, os.PathLike), "checkpoint", "a file path")
+    every = checkpoint_every
+    if every is not None and (checkpoint is None or not is_int(every) or every <= 0):
+        raise ValueError("checkpoint_every needs a checkpoint path and must be a positive int")
+    if resume and checkpoint is None:
+        raise ValueError("resume=True needs the checkpoint path to resume from")
+
+
+def _check_model_and_loss(model, loss_fn) -> None:
+    instance_of(model, nn.Module, "model", "an nn.Module")
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be a function (model, batch) -> loss, got {loss_fn!r}")
+
+
+def _place_model(model: nn.Module, device, place: distributed.DistInfo) -> torch.device:
+    """Move ``model`` to ``device`` (default: this process's device in a distributed run,
+    else where the model is) and return that device."""
+    if device is None:
+        device = place.device if place.distributed else _model_device(model)
+    device = check_device(device)
+    model.to(device)
+    return device
+
+
+def _loss_step(model: nn.Module, loss_fn, device: torch.device, place: distributed.DistInfo):
+    """``batch -> loss``. In a distributed run the loss is computed inside
+    DistributedDataParallel's forward, so that any ``loss_fn`` (one calling
+    ``model.some_method`` included) syncs the gradients."""
+    step_fn = _LossModule(model, loss_fn)
+    if place.distributed:
+        ids = [device.index] if device.type == "cuda" else None
+        step_fn = nn.parallel.DistributedDataParallel(step_fn, device_ids=ids)
+    return step_fn
+
+
+def _progress_bar(steps: int | None, desc: str, done: int):
+    from transformer_lab.training.progress import progress_bar
+
+    bar = progress_bar(total=steps, desc=desc)
+    bar.update(done)
+    return bar
+
+
+def _batches(stream: Iterator, steps: int | None, device, place, result: TrainResult):
+    """The batches of the loop, on ``device``, each with the clocks read before it was
+    drawn; sets ``result.stopped_by`` to "steps", or to "data" when the stream ends (in a
+    distributed run: when it ends on any process, so that all stop at the same step)."""
+    result.stopped_by = "steps"
+    while steps is None or result.steps < steps:
+        clocks = time.perf_counter(), time.thread_time()
+        batch = next(stream, _END)
+        if place.distributed and _any_rank(batch is _END, device):
+            batch = _END  # one rank ran out of data: all stop at this step
+        if batch is _END:
+            result.stopped_by = "data"
+            return
+        yield to_device(batch, device), clocks
+
+
+def _scalar(loss: torch.Tensor) -> torch.Tensor:
+    if loss.dim() != 0:
+        raise ValueError(f"loss_fn must return a scalar, got shape {tuple(loss.shape)}")
+    return loss
+
+
+def _record(result: TrainResult, loss, out_of_time: bool, clocks, place, bar) -> bool:
+    """Append the step's loss (averaged over the processes) and times to ``result`` and move
+    the progress bar; return whether any process ran out of time."""
+    if place.distributed:
+        value, out_of_time = _mean_loss_and_any(loss, out_of_time, place.world_size)
+    else:
+        value = loss.item()
+    if not math.isfinite(value):
+        raise FloatingPointError(f"loss became {value} at step {result.steps}")
+    result.losses.append(value)
+    result.step_seconds.append(time.perf_counter() - clocks[0])
+    result.step_cpu_seconds.append(time.thread_time() - clocks[1])
+    result.steps += 1
+    if bar is not None:
+        bar.update(1)
+        bar.set_postfix(loss=f"{value:.3f}", refresh=False)
+    return out_of_time
 
 
 _END = object()  # marks the end of the batches
@@ -311,57 +352,9 @@ def _mean_loss_and_any(loss: torch.Tensor, flag: bool, world_size: int) -> tuple
     return float(t[0]) / world_size, bool(t[1] > 0)
 
 
-def _save(path, model, optimizer, scheduler, result, place) -> None:
-    states = [rng_state()]
-    if place.distributed:  # every rank's generators, so each rank resumes its own
-        states = [None] * place.world_size
-        torch.distributed.all_gather_object(states, rng_state())
-    if place.is_main:
-        save_checkpoint(
-            path,
-            model=model,
-            optimizer=optimizer,
-            scheduler=scheduler,
-            step=result.steps,
-            losses=result.losses,
-            evals=result.evals,
-            rng_states=states,
-        )
-    if place.distributed:
-        torch.distributed.barrier()  # nobody reads the file before it is complete
-
-
-def _restore(path, model, optimizer, scheduler, result, place) -> dict:
-    state = load_checkpoint(path, map_location=_model_device(model))
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    if (scheduler is None) != (state["scheduler"] is None):
-        raise ValueError(
-            "the checkpoint was saved "
-            + ("with" if state["scheduler"] is not None else "without")
-            + " a learning-rate schedule; resume it the same way"
-        )
-    if scheduler is not None:
-        scheduler.load_state_dict(state["scheduler"])
-    result.steps = result.first_step = state["step"]
-    result.losses = list(state["losses"])
-    result.evals = [tuple(e) for e in state["evals"]]
-    states = state["rng"]
-    if len(states) != place.world_size:
-        raise ValueError(
-            f"the checkpoint was saved by {len(states)} process(es); resume it with as many "
-            f"(this run has {place.world_size})"
-        )
-    return states[place.rank]
-
-
 def _run_eval(model, eval_fn) -> float:
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        value = float(eval_fn(model))
-    model.train(was_training)
-    return value
+    with evaluating(model), torch.no_grad():
+        return float(eval_fn(model))
 
 
 @torch.no_grad()
@@ -373,10 +366,7 @@ def evaluate(
 ) -> float:
     """Mean of ``loss_fn`` over a finite iterable of batches, in eval mode, no gradients.
     Each batch counts in proportion to its length (``len(batch)``) when it has one."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be a function (model, batch) -> loss, got {loss_fn!r}")
+    _check_model_and_loss(model, loss_fn)
     device = _model_device(model) if device is None else check_device(device)
     model.eval()
     total, count = 0.0, 0

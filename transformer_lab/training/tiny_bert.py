@@ -22,12 +22,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
 
+from transformer_lab.checks import (
+    instance_of,
+    int_at_least,
+    integer,
+    is_int,
+    positive,
+    positive_int,
+)
 from transformer_lab.data import shakespeare
 from transformer_lab.data.mlm import (
     IGNORE_INDEX,
@@ -35,9 +42,11 @@ from transformer_lab.data.mlm import (
     next_sentence_pairs,
     pretraining_batch,
 )
+from transformer_lab.device import evaluating
 from transformer_lab.models.bert import BertConfig, BertForPreTraining
-from transformer_lab.pretrained.minilm import SPECIAL_TOKENS, WordPieceTokenizer, _require
+from transformer_lab.pretrained.tokenizers import SPECIAL_TOKENS, WordPieceTokenizer, _require
 from transformer_lab.training.loop import TrainResult, train
+from transformer_lab.training.schedules import warmup_cosine
 
 __all__ = [
     "TinyBertRecipe",
@@ -71,12 +80,10 @@ class TinyBertRecipe:
     def __post_init__(self):
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.type == "int" and (not isinstance(value, int) or isinstance(value, bool)):
-                raise TypeError(f"{f.name} must be an int, got {value!r}")
-            if f.name == "seed" and value < 0:
-                raise ValueError(f"seed must be >= 0, got {value!r}")
-            if f.name != "seed" and not value > 0:
-                raise ValueError(f"{f.name} must be positive, got {value!r}")
+            if f.type == "int":
+                integer(value, f.name, minimum=0 if f.name == "seed" else 1)
+            else:
+                positive(value, f.name)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
         if self.max_len < 5:
@@ -94,10 +101,9 @@ class TinyBertRecipe:
         )
 
     def lr_factor(self, step: int) -> float:
-        """Linear warmup over ``warmup`` steps, then a cosine decay to 0 at ``steps``."""
-        return (
-            min(1.0, (step + 1) / self.warmup) * 0.5 * (1 + math.cos(math.pi * step / self.steps))
-        )
+        """Linear warmup over ``warmup`` steps, times a cosine decay to 0 at ``steps``
+        (:func:`~transformer_lab.training.schedules.warmup_cosine`)."""
+        return warmup_cosine(self.steps, self.warmup)(step)
 
 
 @dataclass(frozen=True)
@@ -117,8 +123,7 @@ class ShakespeareCorpus:
 def shakespeare_corpus(vocab_size: int = 2000) -> ShakespeareCorpus:
     """Split the plays, drop speaker names, learn the WordPiece vocabulary on the training
     plays and encode both splits (a few seconds; cached)."""
-    if not isinstance(vocab_size, int) or isinstance(vocab_size, bool) or vocab_size < 100:
-        raise ValueError(f"vocab_size must be an int >= 100, got {vocab_size!r}")
+    int_at_least(vocab_size, 100, "vocab_size")
     train_plays, val_plays = shakespeare.split_plays()
     train_docs = [shakespeare.spoken_lines(text) for _, text in train_plays]
     val_docs = [shakespeare.spoken_lines(text) for _, text in val_plays]
@@ -185,10 +190,8 @@ def held_out_batch(
     corpus: ShakespeareCorpus, n_pairs: int = 2000, seed: int = 1, max_len: int = 48
 ) -> PretrainingBatch:
     """``n_pairs`` masked sentence pairs from the held-out play, drawn with ``seed``."""
-    if not isinstance(corpus, ShakespeareCorpus):
-        raise TypeError(f"corpus must be a ShakespeareCorpus, got {type(corpus).__name__}")
-    if not isinstance(n_pairs, int) or isinstance(n_pairs, bool) or n_pairs <= 0:
-        raise ValueError(f"n_pairs must be a positive int, got {n_pairs!r}")
+    instance_of(corpus, ShakespeareCorpus, "corpus")
+    positive_int(n_pairs, "n_pairs")
     gen = torch.Generator().manual_seed(seed)
     pairs = next_sentence_pairs(corpus.val_ids, n_pairs, generator=gen)
     return pretraining_batch(pairs, generator=gen, **_pack(corpus.tokenizer, max_len))
@@ -197,8 +200,7 @@ def held_out_batch(
 def word_tokens(tokenizer: WordPieceTokenizer) -> torch.Tensor:
     """``[d_vocab]`` bool: True for the tokens that hold a letter (words and pieces of
     words), False for punctuation, digits and the special tokens."""
-    if not isinstance(tokenizer, WordPieceTokenizer):
-        raise TypeError(f"tokenizer must be a WordPieceTokenizer, got {type(tokenizer).__name__}")
+    instance_of(tokenizer, WordPieceTokenizer, "tokenizer")
     names = tokenizer.convert_ids_to_tokens(list(range(tokenizer.vocab_size)))
     special = set(tokenizer.special_ids)
     return torch.tensor(
@@ -222,23 +224,17 @@ def masked_lm_report(
       ignore the context;
     - ``nsp_accuracy``: next-sentence prediction; ``n_words``: hidden word tokens counted.
     """
-    if not isinstance(model, BertForPreTraining):
-        raise TypeError(f"model must be a BertForPreTraining, got {type(model).__name__}")
-    if not isinstance(batch, PretrainingBatch):
-        raise TypeError(f"batch must be a PretrainingBatch, got {type(batch).__name__}")
-    if not isinstance(corpus, ShakespeareCorpus):
-        raise TypeError(f"corpus must be a ShakespeareCorpus, got {type(corpus).__name__}")
-    if model.cfg.d_vocab != corpus.tokenizer.vocab_size:
+    instance_of(model, BertForPreTraining, "model")
+    instance_of(batch, PretrainingBatch, "batch")
+    instance_of(corpus, ShakespeareCorpus, "corpus")
+    if model.config.d_vocab != corpus.tokenizer.vocab_size:
         raise ValueError(
-            f"model has d_vocab={model.cfg.d_vocab}, the corpus's tokenizer "
+            f"model has d_vocab={model.config.d_vocab}, the corpus's tokenizer "
             f"{corpus.tokenizer.vocab_size}"
         )
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    b = batch.to(device)
-    out = model(b.input_ids, b.attention_mask, b.segment_ids)
-    model.train(was_training)
+    b = batch.to(next(model.parameters()).device)
+    with evaluating(model):
+        out = model(b.input_ids, b.attention_mask, b.segment_ids)
     picked = b.labels != IGNORE_INDEX
     logits, target = out.mlm_logits[picked].float().cpu(), b.labels[picked].cpu()
     guess = logits.argmax(-1)
@@ -287,10 +283,9 @@ def pretrain_tiny_bert(
     ``eval_every`` records :func:`masked_lm_report`'s word accuracy on the held-out batch.
     """
     recipe = TinyBertRecipe() if recipe is None else recipe
-    if not isinstance(recipe, TinyBertRecipe):
-        raise TypeError(f"recipe must be a TinyBertRecipe, got {type(recipe).__name__}")
+    instance_of(recipe, TinyBertRecipe, "recipe")
     steps = recipe.steps if stop_after is None else stop_after
-    if not isinstance(steps, int) or isinstance(steps, bool) or not 0 < steps <= recipe.steps:
+    if not is_int(steps) or not 0 < steps <= recipe.steps:
         raise ValueError(f"stop_after must be an int in 1..{recipe.steps}, got {stop_after!r}")
     corpus = shakespeare_corpus(recipe.vocab_size)
     val = held_out_batch(corpus, max_len=recipe.max_len)

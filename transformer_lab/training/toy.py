@@ -32,7 +32,7 @@ __all__ = ["toy_loss", "train_toy", "accuracy"]
 
 
 def _check_toy_model(model) -> None:
-    if not isinstance(model, nn.Module) or not hasattr(model, "cfg"):
+    if not isinstance(model, nn.Module) or not hasattr(model, "config"):
         raise TypeError(
             f"model must be a TinyTransformer (an nn.Module with a cfg), got {type(model).__name__}"
         )
@@ -71,7 +71,7 @@ def train_toy(
     (``grad_clip=None``, ``eval_fn=...``)."""
     _check_toy_model(model)
     batches = toy_batches(
-        task, model.cfg.d_vocab, batch_size=batch_size, lengths=lengths, seed=seed
+        task, model.config.d_vocab, batch_size=batch_size, lengths=lengths, seed=seed
     )
     train_kwargs.setdefault("progress", False)
     train_kwargs.setdefault("threads", 1 if next(model.parameters()).device.type == "cpu" else None)
@@ -93,7 +93,7 @@ def accuracy(
     _check_toy_model(model)
     make = _task(task)
     device = device or next(model.parameters()).device
-    x, y = make(batch_size, n, model.cfg.d_vocab, torch.Generator().manual_seed(seed))
+    x, y = make(batch_size, n, model.config.d_vocab, torch.Generator().manual_seed(seed))
     model.eval()
     with num_threads(1 if torch.device(device).type == "cpu" else None):
         predicted = model(x.to(device)).argmax(-1).cpu()  # [batch, pos, n_answers]

@@ -34,9 +34,10 @@ import torch
 from transformer_lab.data import shakespeare
 from transformer_lab.device import num_threads
 from transformer_lab.generation.sampling import generate
-from transformer_lab.models.gpt import GPT
+from transformer_lab.models.gpt import GPT, GPTConfig
 from transformer_lab.training import distributed
-from transformer_lab.training.gpt import PRESETS, evaluate_lm, preset, train_gpt
+from transformer_lab.training.gpt import PRESETS, TrainRecipe, evaluate_lm, preset, train_gpt
+from transformer_lab.training.loop import TrainResult
 from transformer_lab.training.losses import lm_loss
 
 __all__ = ["main", "parse_args"]
@@ -106,15 +107,7 @@ def _run(args: argparse.Namespace, place: distributed.DistInfo) -> dict:
     train_ids, val_ids = shakespeare.encode_splits(tok)
     if args.eval_tokens:
         val_ids = val_ids[: args.eval_tokens]
-    config, recipe = preset(args.preset, tok.vocab_size)
-    changes = {
-        k: v
-        for k, v in (("steps", args.steps), ("batch_size", args.batch_size), ("lr", args.lr))
-        if v is not None
-    }
-    if "steps" in changes:
-        changes["warmup"] = min(recipe.warmup, changes["steps"])
-    recipe = replace(recipe, **changes)
+    config, recipe = _config_and_recipe(args, tok.vocab_size)
     torch.manual_seed(args.seed)
     model = GPT(config).to(place.device)
     out = Path(args.out)
@@ -129,8 +122,7 @@ def _run(args: argparse.Namespace, place: distributed.DistInfo) -> dict:
     def held_out(m):
         return evaluate_lm(m, val_ids, n_ctx=config.n_ctx)
 
-    start_wall, start_cpu = time.perf_counter(), time.thread_time()
-    start_process = time.process_time()
+    clocks = time.perf_counter(), time.thread_time(), time.process_time()
     run = train_gpt(
         model,
         train_ids,
@@ -146,8 +138,40 @@ def _run(args: argparse.Namespace, place: distributed.DistInfo) -> dict:
         loss_fn=_bf16_loss(place.device.type) if args.bf16 else None,
         until=args.until,
     )
+    summary = _summary(args, config, recipe, place, run, clocks)
+    if place.is_main:
+        if run.evals:
+            say(f"held-out loss after {run.evals[-1][0]} steps: {run.evals[-1][1]:.4f}")
+        if args.sample:
+            prompt = torch.tensor([tok.encode("ROMEO:\n")], device=place.device)
+            text = tok.decode(generate(model, prompt, args.sample, temperature=0.8)[0].tolist())
+            summary["sample"] = text
+            say(text)
+        (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        say(f"wrote {out / 'checkpoint.pt'} and {out / 'summary.json'}")
+    return summary
+
+
+def _config_and_recipe(args: argparse.Namespace, d_vocab: int) -> tuple[GPTConfig, TrainRecipe]:
+    """The preset's model and recipe, with the steps, batch size and learning rate the
+    command line gives (fewer steps than the warm-up shorten the warm-up too)."""
+    config, recipe = preset(args.preset, d_vocab)
+    changes = {
+        k: v
+        for k, v in (("steps", args.steps), ("batch_size", args.batch_size), ("lr", args.lr))
+        if v is not None
+    }
+    if "steps" in changes:
+        changes["warmup"] = min(recipe.warmup, changes["steps"])
+    return config, replace(recipe, **changes)
+
+
+def _summary(args, config, recipe, place, run: TrainResult, clocks: tuple) -> dict:
+    """What ``summary.json`` records: the settings, the times since ``clocks`` (wall,
+    thread CPU, process CPU), the speed and the losses."""
+    start_wall, start_cpu, start_process = clocks
     wall = time.perf_counter() - start_wall
-    summary = {
+    return {
         "preset": args.preset,
         "config": asdict(config),
         "recipe": asdict(recipe),
@@ -169,17 +193,6 @@ def _run(args: argparse.Namespace, place: distributed.DistInfo) -> dict:
         "final_train_loss": run.losses[-1] if run.losses else None,
         "evals": run.evals,
     }
-    if place.is_main:
-        if run.evals:
-            say(f"held-out loss after {run.evals[-1][0]} steps: {run.evals[-1][1]:.4f}")
-        if args.sample:
-            prompt = torch.tensor([tok.encode("ROMEO:\n")], device=place.device)
-            text = tok.decode(generate(model, prompt, args.sample, temperature=0.8)[0].tolist())
-            summary["sample"] = text
-            say(text)
-        (out / "summary.json").write_text(json.dumps(summary, indent=1))
-        say(f"wrote {out / 'checkpoint.pt'} and {out / 'summary.json'}")
-    return summary
 
 
 if __name__ == "__main__":

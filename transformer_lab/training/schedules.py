@@ -1,0 +1,101 @@
+"""Learning-rate schedules: one shape, a linear warm-up and then a decay chosen by name.
+
+A schedule is a factor per optimizer step that multiplies the peak learning rate
+(``train(lr_schedule=...)`` hands it to PyTorch's ``LambdaLR``). Every schedule of the
+book is one shape, :func:`warmup_decay`::
+
+    factor(step) = ramp(step) * decay(step)
+    ramp(step)   = min(1, (step + 1) / warmup)         1/warmup, 2/warmup, ..., 1
+    decay(step)  = 1 before ``start``; from ``start`` to ``end`` it falls from 1 to
+                   ``floor`` along half a cosine ("cosine") or a straight line ("linear")
+                   and stays at ``floor`` after ``end``
+
+The warm-up keeps the first steps small while Adam's moment estimates are still noise; the
+decay lets the last steps settle into a minimum instead of bouncing around it. The three
+schedules the book trains with differ only in where the decay starts and ends:
+
+- :func:`lr_factor`, the GPT recipe's (chapter 13, nanoGPT's): the cosine starts when the
+  warm-up ends and reaches ``recipe.min_lr_ratio`` on the last step;
+- :func:`warmup_linear`, BERT's fine-tuning schedule (chapter 15): a linear decay from the
+  end of the warm-up to zero after the last step;
+- :func:`warmup_cosine`, the tiny BERT's pretraining: the cosine spans the whole run,
+  warm-up included, and reaches zero after the last step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from transformer_lab.checks import (
+    fraction,
+    instance_of,
+    int_at_least,
+    non_negative_int,
+    one_of,
+    positive_int,
+)
+
+if TYPE_CHECKING:
+    from transformer_lab.training.gpt import TrainRecipe
+
+__all__ = ["DECAYS", "warmup_decay", "lr_factor", "warmup_linear", "warmup_cosine"]
+
+DECAYS = ("cosine", "linear")
+
+
+def warmup_decay(
+    warmup: int, start: int, end: int, decay: str = "cosine", floor: float = 0.0
+) -> Callable[[int], float]:
+    """The schedule ``step -> factor`` of the shape above: a linear warm-up over ``warmup``
+    steps (0: none), and a ``decay`` ("cosine" or "linear") from 1 at step ``start`` to
+    ``floor`` at step ``end``. Where the two overlap (``start < warmup``) they multiply."""
+    non_negative_int(warmup, "warmup")
+    non_negative_int(start, "start")
+    non_negative_int(end, "end")
+    one_of(decay, DECAYS, "decay")
+    fraction(floor, "floor")
+    length = max(1, end - start)
+
+    def factor(step: int) -> float:
+        int_at_least(step, 0, "step")
+        ramp = min(1.0, (step + 1) / warmup) if warmup else 1.0
+        if step < start:
+            return ramp
+        if decay == "cosine":
+            progress = min(1.0, (step - start) / length)
+            left = 0.5 * (1 + math.cos(math.pi * progress))
+        else:
+            left = max(0.0, (end - step) / length)
+        return ramp * (floor + (1 - floor) * left)
+
+    return factor
+
+
+def lr_factor(step: int, recipe: TrainRecipe) -> float:
+    """Multiplier of the peak learning rate at ``step`` (0-based) in the GPT recipe: a linear
+    warm-up over ``recipe.warmup`` steps, then a half cosine from 1 down to
+    ``recipe.min_lr_ratio`` on the last step."""
+    from transformer_lab.training.gpt import TrainRecipe  # training.gpt imports this module
+
+    instance_of(recipe, TrainRecipe, "recipe")
+    end = recipe.steps - 1
+    return warmup_decay(recipe.warmup, recipe.warmup, end, floor=recipe.min_lr_ratio)(step)
+
+
+def warmup_linear(steps: int, warmup: float = 0.1) -> Callable[[int], float]:
+    """BERT's fine-tuning schedule for ``train(lr_schedule=...)``: a linear warm-up over the
+    first ``warmup`` share of ``steps`` (at least one step), then a linear decay to zero."""
+    positive_int(steps, "steps")
+    if not 0.0 <= warmup < 1.0:
+        raise ValueError(f"warmup must be a share in [0, 1), got {warmup!r}")
+    n_warm = max(1, math.ceil(warmup * steps))
+    return warmup_decay(n_warm, n_warm, steps, "linear")
+
+
+def warmup_cosine(steps: int, warmup: int) -> Callable[[int], float]:
+    """The tiny BERT's pretraining schedule: a linear warm-up over ``warmup`` steps times
+    half a cosine that spans the whole run, from 1 at step 0 to zero at ``steps``."""
+    positive_int(steps, "steps")
+    return warmup_decay(warmup, 0, steps, "cosine")
