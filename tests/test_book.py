@@ -12,17 +12,18 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from script_loader import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from sync_notebooks import cells, in_sync, is_notebook, toc_files  # noqa: E402
+sync_notebooks = load_script("site/sync_notebooks")
+references = load_script("site/references")
+cells, in_sync = sync_notebooks.cells, sync_notebooks.in_sync
+is_notebook, toc_files = sync_notebooks.is_notebook, sync_notebooks.toc_files
 
 HEADER = """\
 ---
@@ -107,9 +108,9 @@ def test_chapter_has_the_jupytext_header(md):
 def test_paired_notebook_is_in_sync(md):
     ipynb = md.with_suffix(".ipynb")
     if not ipynb.exists():
-        pytest.skip(f"{ipynb.name} not created yet (scripts/sync_notebooks.py creates it)")
+        pytest.skip(f"{ipynb.name} not created yet (scripts/site/sync_notebooks.py creates it)")
     assert in_sync(md), (
-        f"{ipynb.name} differs from {md.name}: run scripts/sync_notebooks.py "
+        f"{ipynb.name} differs from {md.name}: run scripts/site/sync_notebooks.py "
         f"({len(cells(md))} cells in the .md, {len(cells(ipynb))} in the .ipynb)"
     )
 
@@ -129,8 +130,6 @@ def test_a_synced_notebook_is_no_newer_than_its_md(tmp_path):
     """jupytext refuses to open a pair whose .ipynb is newer than its .md and differs from it
     (the folded state lives in the .ipynb only): the sync gives the notebook the .md's time."""
     import os
-
-    import sync_notebooks
 
     md = tmp_path / "01_example.md"
     md.write_text(
@@ -166,8 +165,6 @@ def cited_keys() -> dict[str, set[str]]:
 
 def test_every_citation_reads_as_its_entry():
     """The text of each citation link is the author-year label of the key it links to."""
-    import references
-
     wrong = []
     for md in sorted(BOOK.glob("*.md")):
         for text, key in CITATION.findall(md.read_text()):
@@ -180,10 +177,8 @@ def test_every_citation_reads_as_its_entry():
 
 
 def test_references_page_is_written_from_the_bib():
-    import references
-
     assert (BOOK / "references.md").read_text() == references.page(), (
-        "book/references.md is out of date: run python scripts/references.py"
+        "book/references.md is out of date: run python scripts/site/references.py"
     )
 
 
@@ -238,12 +233,12 @@ def test_site_configuration_is_offline_executed_and_strict():
     widgets_js = sphinx["config"]["nb_ipywidgets_js"]
     assert widgets_js and not [url for url in widgets_js if "://" in url], widgets_js
     assert config["bibtex_bibfiles"] == ["book/references.bib"]
-    build = (ROOT / "scripts" / "build_book.py").read_text()
+    build = Path(load_script("site/build_book").__file__).read_text()
     assert '"--warningiserror"' in build and '"--keep-going"' in build
 
 
 def test_offline_check_flags_remote_scripts_and_styles(tmp_path):
-    from build_book import external_loads
+    external_loads = load_script("site/build_book").external_loads
 
     page = tmp_path / "book" / "page.html"
     page.parent.mkdir()

@@ -3,24 +3,19 @@ the markup rules that make a chapter read the same in JupyterLab and on the site
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 import pytest  # noqa: E402
+from script_loader import load_script  # noqa: E402
 
 from transformer_lab.exercises.runner import CheckResult  # noqa: E402
 from transformer_lab.training import progress  # noqa: E402
 from transformer_lab.viz import display as D  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import book_markup  # noqa: E402
+book_markup = load_script("site/book_markup")
 
 
 def test_figures_are_numbered_per_chapter_in_the_order_first_shown():

@@ -1,5 +1,6 @@
 """The shipped fine-tuning sweep (transformer_lab/assets/finetune_sweep.json, written by
-scripts/finetune_sweep.py) is complete, and some of its points are re-derived here.
+scripts/experiments/finetune_sweep.py) is complete, and some of its points are re-derived
+here.
 
 - ``finetune`` on the tiny BERT, 24 labels, seed 0: the same code, the same batches and the
   same test batches as the script, on one thread: the accuracy is expected to be equal;
@@ -13,13 +14,13 @@ Both run in about 10 s on one CPU thread (most of it MiniLM reading the 600 test
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import torch
+from script_loader import load_script
 
 from transformer_lab.data.genres import genre_task, sample_labelled
 from transformer_lab.device import num_threads
@@ -30,12 +31,7 @@ JSON = ROOT / "transformer_lab" / "assets" / "finetune_sweep.json"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location(
-        "finetune_sweep", ROOT / "scripts/finetune_sweep.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("experiments/finetune_sweep")
 
 
 @pytest.fixture(scope="module")

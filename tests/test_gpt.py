@@ -199,14 +199,9 @@ def test_from_hf_gpt2_rejects_what_it_cannot_copy():
 
 
 def _bench_gpt():
-    import importlib.util
-    from pathlib import Path
+    from script_loader import load_script
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "bench_gpt.py"
-    spec = importlib.util.spec_from_file_location("bench_gpt", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench/bench_gpt")
 
 
 def test_bench_gpt_applies_overrides_and_reports_the_target_time():

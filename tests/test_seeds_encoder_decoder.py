@@ -1,5 +1,5 @@
-"""Chapter 11's seed table comes from ``scripts/seeds_encoder_decoder.py``: one row is
-re-derived here, and the sentences around the table are checked against it.
+"""Chapter 11's seed table comes from ``scripts/experiments/seeds_encoder_decoder.py``: one
+row is re-derived here, and the sentences around the table are checked against it.
 
 The race of seed 4 is the shortest of the table (75 GRU steps, 150 Transformer steps),
 about half a minute on one CPU thread. Training is deterministic on one processor; another
@@ -9,11 +9,11 @@ one round of 25 and the accuracies on the longest sources (a few dozen sentences
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 from transformer_lab.data import numbers
 
@@ -23,11 +23,7 @@ ROW = re.compile(r"^\| (\d+) \| (\d+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]
 
 
 def _script():
-    path = ROOT / "scripts" / "seeds_encoder_decoder.py"
-    spec = importlib.util.spec_from_file_location("seeds_encoder_decoder", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("experiments/seeds_encoder_decoder")
 
 
 def _table() -> dict[int, tuple]:

@@ -2,8 +2,8 @@
 reproduces them.
 
 The quick tests repeat the first steps of the run and compare them with the numbers that
-``scripts/pretrain_tiny_bert.py`` stored beside the checkpoint. The full reproduction takes
-several minutes of processor time and runs only when asked:
+``scripts/experiments/pretrain_tiny_bert.py`` stored beside the checkpoint. The full
+reproduction takes several minutes of processor time and runs only when asked:
 
     TRANSFORMER_LAB_SLOW=1 .venv/bin/python -m pytest -q tests/test_tiny_bert.py -k script
 """
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import importlib.util
 import math
 import os
 from pathlib import Path
 
 import pytest
 import torch
+from script_loader import load_script
 
 from transformer_lab.data import shakespeare
 from transformer_lab.models.bert import BertForPreTraining
@@ -133,11 +133,7 @@ def test_the_script_reproduces_the_checkpoint(info, tmp_path):
     TRANSFORMER_LAB_SLOW=1 nice -n 10 .venv/bin/python -m pytest -q \\
         tests/test_tiny_bert.py -k script
     """
-    spec = importlib.util.spec_from_file_location(
-        "pretrain", ROOT / "scripts/pretrain_tiny_bert.py"
-    )
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("experiments/pretrain_tiny_bert")
     again = script.main(["--out", str(tmp_path)])
     _close_reports(again["held_out"], info["held_out"], atol=2e-3)
     assert [s for s, _ in again["evals"]] == [s for s, _ in info["evals"]]

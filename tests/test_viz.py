@@ -3,6 +3,7 @@ and the precomputed slider/dropdown figures."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -303,6 +304,71 @@ def test_long_titles_wrap_and_the_top_margin_holds_them():
     assert layout["title"]["yref"] == "container" and layout["title"]["yanchor"] == "bottom"
     # the plain-text title of the bundle has no tags
     assert "<br>" not in viz.mimebundle(fig)["text/plain"]
+
+
+def _pinned_states():
+    """Two options, slider values p and q, a 2x2 and a 2x3 panel that differ between all."""
+    state = {
+        s: [np.full((2, 2), v) + np.eye(2) * 0.25, np.full((2, 3), 10 * v)]
+        for s, v in {"p": 0.0, "q": 0.5}.items()
+    }
+    return {"A": state, "B": {s: [a * 2, b - 1] for s, (a, b) in state.items()}}
+
+
+# Figures whose JSON is pinned: every path through heatmap_explorer (one shared colour bar
+# beside the panels, a row of bars below them, panels without a bar, -inf cells, thinned
+# ticks, options of different shapes, shared rows, axis titles, widths, a wrapped title).
+PINNED_FIGURES = {
+    "one shared bar": lambda: viz.heatmap_explorer(
+        {o: {s: [a, b / 10] for s, (a, b) in st.items()} for o, st in _pinned_states().items()},
+        labels=_two_panel_labels(), panel_titles=["first panel", "second panel"],
+        slider_label="s", dropdown_label="option", zranges=[(0, 1), (0, 1)],
+        title="Two panels on one scale behind a slider and a dropdown, under a long title",
+        active=1,
+    ),
+    "bars below": lambda: viz.heatmap_explorer(
+        _pinned_states(), labels=_two_panel_labels(), panel_titles=["left", "a longer title"],
+        slider_label="s", colorscale=["Viridis", "RdBu"], fmt=[".1f", ".3f"],
+        annotate=[True, False], axis_titles=[("key", "query"), ("dim", "")],
+        column_widths=[1, 2], shared_rows=True, height=500,
+    ),
+    "no bar, -inf": lambda: viz.heatmap_explorer(
+        {"only": {"x": [np.array([[0.5, NEG_INF], [1.0, 2.0]]), np.eye(2)]}},
+        labels={"only": [(["a", "b"], ["c", "d"]), (["a", "b"], ["c", "d"])]},
+        panel_titles=["picture", ""], slider_label=None, colorbars=[False, True],
+    ),
+    "thinned ticks": lambda: viz.slider_heatmaps(
+        {"a": np.arange(48 * 64).reshape(48, 64) / 100, "b": np.zeros((48, 64))},
+        [str(i) for i in range(64)], [str(i) for i in range(48)], "ticks", "state", max_ticks=8,
+    ),
+    "dropdown shapes": lambda: viz.dropdown_heatmaps(
+        {"long": np.ones((3, 3)), "short": np.array([[0.0, NEG_INF], [1.0, 0.5]])},
+        {"long": list("abc"), "short": list("ab")}, {"long": list("xyz"), "short": list("xy")},
+        "pick one", "size",
+    ),
+}  # fmt: skip
+
+# sha256 of each figure's JSON (keys sorted, the Plotly template left out) as the
+# one-function heatmap_explorer of commit e337f31 drew it (plotly 7.1). A new digest means
+# readers see a new figure: compare with that commit's viz/heatmap_explorer.py.
+PINNED_DIGESTS = {
+    "one shared bar": "cf09904cf3f04af10d54b7da21316dadaf802c22102b840b9816040e0131b6d6",
+    "bars below": "e4ca217557e9b83b4f4f28b5fd4a4ced9ea8061cce0983ee43cc39a7b2bd7c73",
+    "no bar, -inf": "cf6c00d595142de6093df3cd7b3de0e8cbc8111b329f35c11d9dbef81075fcc6",
+    "thinned ticks": "21bf79aa1abc022a4058bd2bbe5091f6cc9727daa6065f0661c01d4e80e2e065",
+    "dropdown shapes": "574eb6f7c3cda12b2808565dd1dd7c570ec7ee0dd2e012f10def82b992827357",
+}
+
+
+def _digest(fig) -> str:
+    spec = fig.to_dict()
+    spec["layout"].pop("template", None)
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+
+
+@pytest.mark.parametrize("name", list(PINNED_FIGURES))
+def test_heatmap_explorer_draws_the_pinned_figures(name):
+    assert _digest(PINNED_FIGURES[name]()) == PINNED_DIGESTS[name]
 
 
 # --- bar charts behind a dropdown or a slider ----------------------------------------------

@@ -29,20 +29,17 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser_support import ROOT, free_port, lab_args, lab_env, wait_for_lab
+from browser_support import ROOT, free_port, lab_args, lab_env, load_script, wait_for_lab
 
-sys.path.insert(0, str(ROOT / "scripts"))
-
-
-from book_markup import MARKDOWN_KEY, result_text  # noqa: E402
+markup = load_script("site/book_markup")
+MARKDOWN_KEY, result_text = markup.MARKDOWN_KEY, markup.result_text
 
 EXECUTED = ROOT / "_build" / "executed"
 RAW_MARKUP = ["{glue", "{eval}", "{cite", "{doc}", "{numref}", ":alt:", "```{", ":::{"]
 
 
 def chapters() -> list[Path]:
-    from sync_notebooks import chapter_sources
-
+    chapter_sources = load_script("site/sync_notebooks").chapter_sources
     return [EXECUTED / f"{md.stem}.ipynb" for md in chapter_sources()]
 
 

@@ -15,9 +15,11 @@ from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
 import pytest
-from browser_support import HTML, ROOT, PageProblems, is_local, missing
-from build_book import external_loads
-from sync_notebooks import is_notebook, toc_files
+from browser_support import HTML, ROOT, PageProblems, is_local, load_script, missing
+
+external_loads = load_script("site/build_book").external_loads
+sync_notebooks = load_script("site/sync_notebooks")
+is_notebook, toc_files = sync_notebooks.is_notebook, sync_notebooks.toc_files
 
 PAGES = toc_files()
 CHAPTERS = [name for name in PAGES if is_notebook(ROOT / f"{name}.md")]

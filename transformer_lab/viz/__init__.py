@@ -2,11 +2,12 @@
 figures, listings and tables.
 
 Where each kind lives: ``plotly`` (:func:`show`, the MIME bundle), ``heatmaps`` (matplotlib
-and SVG heatmaps), ``heatmap_explorer`` and ``bars`` (explorations behind sliders and
-dropdowns), ``layout`` (titles, menus, sliders), ``display`` (numbered figures, listings,
-tables), and the book's own pictures: ``architecture``, ``timeline``, ``word_map``,
-``overlay``, ``bertviz`` (attention browsers) and ``toy_attention`` (the attention
-explorer of chapters 4-6). The names below are the ones chapters call as ``viz.name``.
+and SVG heatmaps), ``heatmap_explorer`` (its panels, frame and axes in ``heatmap_panels``)
+and ``bars`` (explorations behind sliders and dropdowns), ``layout`` (titles, menus,
+sliders), ``display`` (numbered figures, listings, tables), and the book's own pictures:
+``architecture``, ``timeline``, ``word_map``, ``overlay``, ``bertviz`` (attention browsers)
+and ``toy_attention`` (the attention explorer of chapters 4-6). The names below are the
+ones chapters call as ``viz.name``.
 
 Displaying a Plotly figure: :func:`show`
 ----------------------------------------
@@ -28,7 +29,7 @@ bundle); each front end picks the one it can render:
     load plotly.js itself, e.g. the ``plotly/package_data/plotly.min.js`` shipped with the
     installed ``plotly`` package (the same plotly.js version the JupyterLab renderer uses),
     copied to ``_static`` and loaded on every page before RequireJS, as
-    ``scripts/site_extension.py`` does (the installed plotly.js 4 sets ``window.Plotly``
+    ``scripts/site/site_extension.py`` does (the installed plotly.js 4 sets ``window.Plotly``
     either way; older builds register as an AMD module instead when RequireJS came first).
     The script draws at once when
     ``window.Plotly`` exists, otherwise on the window ``load`` event (so ``defer``/``async``

@@ -26,6 +26,8 @@ import itertools
 import os
 from dataclasses import dataclass, replace
 
+from transformer_lab.checks import instance_of, one_of
+
 __all__ = [
     "VARIANTS",
     "PARTS",
@@ -202,8 +204,7 @@ def _layout(variant: str) -> tuple[list[Box], str, float, float]:
 
 def boxes(variant: str = "encoder-decoder") -> list[Box]:
     """The placed boxes of ``variant`` in reading order (bottom to top, encoder first)."""
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
+    one_of(variant, list(VARIANTS), "variant")
     return _layout(variant)[0]
 
 
@@ -218,10 +219,8 @@ def _check(variant, highlight, link="site", caption="") -> frozenset[str]:
         raise ValueError(f"unknown part(s) {unknown}; the known parts are {sorted(PARTS)}")
     if absent := sorted(set(highlight) - present):
         raise ValueError(f"the {variant} variant has no {absent}; it has {sorted(present)}")
-    if link not in LINKS:
-        raise ValueError(f"link must be one of {list(LINKS)}, got {link!r}")
-    if not isinstance(caption, str):
-        raise TypeError(f"caption must be a string, got {type(caption).__name__}")
+    one_of(link, list(LINKS), "link")
+    instance_of(caption, str, "caption", "a string")
     return frozenset(highlight)
 
 

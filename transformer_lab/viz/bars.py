@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from transformer_lab.checks import index_in
 from transformer_lab.viz.layout import (
     _MENU_PX,
     _SLIDER_PX,
@@ -169,8 +170,7 @@ def decoding_explorer(
             )
     if active is None:
         active = temperatures.index(1.0) if 1.0 in temperatures else 0
-    if not 0 <= active < len(temperatures):
-        raise ValueError(f"active={active} is not a slider index (0..{len(temperatures) - 1})")
+    index_in(active, len(temperatures), "active", "a slider index")
     n = len(filters)
 
     def sample_text(name, t):
@@ -302,8 +302,7 @@ def slider_bars(
             raise ValueError(
                 f"states[{value!r}] has series {list(states[value])}, expected {series}"
             )
-    if not 0 <= active < len(values):
-        raise ValueError(f"active={active} is not a slider index (0..{len(values) - 1})")
+    index_in(active, len(values), "active", "a slider index")
 
     def parts(entry):
         if isinstance(entry, tuple) and len(entry) == 3:

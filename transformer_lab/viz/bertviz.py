@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from transformer_lab.analysis.head_patterns import stack_attentions
+from transformer_lab.checks import index_in, string
 
 __all__ = ["head_view", "model_view", "AttentionBrowser"]
 
@@ -49,10 +50,8 @@ def head_view(
 
     A = stack_attentions(attentions)
     n_layers, n_heads, n, _ = A.shape
-    if not 0 <= layer < n_layers:
-        raise ValueError(f"layer={layer} is not in 0..{n_layers - 1}")
-    if not 0 <= head < n_heads:
-        raise ValueError(f"head={head} is not in 0..{n_heads - 1}")
+    index_in(layer, n_layers, "layer")
+    index_in(head, n_heads, "head")
     tokens = [str(t) for t in tokens]
     if len(tokens) != n:
         raise ValueError(f"{len(tokens)} tokens for attention over {n} positions")
@@ -154,16 +153,15 @@ class AttentionBrowser:
     def __init__(self, model, tokenizer, sentence: str, *, layer: int = 0, head: int = 0):
         import ipywidgets as w
 
-        if not isinstance(sentence, str):
-            raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
-        if not hasattr(model, "cfg") or not callable(tokenizer):
+        string(sentence, "sentence")
+        if not hasattr(model, "config") or not callable(tokenizer):
             raise TypeError(
                 "model must be a BertModel and tokenizer a WordPieceTokenizer, got "
                 f"{type(model).__name__} and {type(tokenizer).__name__}"
             )
 
         self.model, self.tokenizer = model, tokenizer
-        cfg = model.cfg
+        cfg = model.config
         self.sentence = w.Text(
             value=sentence,
             description="sentence",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from transformer_lab.checks import fraction
+
 __all__ = ["attention_overlay"]
 
 
@@ -25,8 +27,7 @@ def attention_overlay(
         raise ValueError(
             f"{weights.numel()} weights do not tile a {height}x{width} picture as a square grid"
         )
-    if not 0.0 <= floor <= 1.0:
-        raise ValueError(f"floor must be in [0, 1], got {floor!r}")
+    fraction(floor, "floor")
     grid = weights.detach().float().cpu().reshape(side, side)
     grid = grid / grid.max().clamp_min(1e-12)
     light = grid.repeat_interleave(height // side, 0).repeat_interleave(width // side, 1)

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from transformer_lab.checks import integer, one_of
+
 __all__ = ["TimelineEntry", "TIMELINE", "FAMILIES", "timeline_figure", "timeline_plotly"]
 
 # family -> (label in the legend, colour)
@@ -39,14 +41,12 @@ class TimelineEntry:
     added: str  # one line: what it added
 
     def __post_init__(self):
-        if not isinstance(self.year, int) or isinstance(self.year, bool):
-            raise TypeError(f"year must be an int, got {type(self.year).__name__}")
+        integer(self.year, "year")
         for field in ("name", "key", "who", "added"):
             value = getattr(self, field)
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{field} must be a non-empty str, got {value!r}")
-        if self.family not in FAMILIES:
-            raise ValueError(f"family must be one of {sorted(FAMILIES)}, got {self.family!r}")
+        one_of(self.family, sorted(FAMILIES), "family")
 
 
 TIMELINE: tuple[TimelineEntry, ...] = (

@@ -62,6 +62,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from transformer_lab.checks import one_of, positive_int, positive_number, string
 from transformer_lab.nn.attention import scaled_dot_product_attention
 from transformer_lab.nn.masks import causal_mask, combine_masks, padding_mask
 
@@ -94,8 +95,7 @@ MAX_TOKENS = 40
 
 def tokenize(sentence: str) -> list[str]:
     """Split into words (apostrophes kept: ``didn't``) and punctuation marks."""
-    if not isinstance(sentence, str):
-        raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+    string(sentence, "sentence")
     tokens = re.findall(r"[\w']+|[^\w\s]", sentence)
     if not tokens:
         raise ValueError("the sentence has no tokens; type at least one word")
@@ -107,8 +107,7 @@ def tokenize(sentence: str) -> list[str]:
 @lru_cache(maxsize=4096)
 def token_embedding(token: str) -> torch.Tensor:
     """A fixed random embedding ``[D_MODEL]`` for a token, seeded by its lower-cased text."""
-    if not isinstance(token, str):
-        raise TypeError(f"token must be a str, got {type(token).__name__}")
+    string(token, "token")
     digest = hashlib.blake2b(token.lower().encode("utf-8"), digest_size=8).digest()
     generator = torch.Generator().manual_seed(int.from_bytes(digest, "little") % 2**63)
     return torch.randn(D_MODEL, generator=generator)
@@ -121,20 +120,16 @@ def projections(d_k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     Entries have variance ``1 / D_MODEL``, so each entry of ``q = x W_Q`` has variance
     about 1 for an embedding with unit-variance entries.
     """
-    if not isinstance(d_k, int) or isinstance(d_k, bool) or d_k <= 0:
-        raise ValueError(f"d_k must be a positive int, got {d_k!r}")
+    positive_int(d_k, "d_k")
     generator = torch.Generator().manual_seed(1000 + d_k)
     W = torch.randn(3, D_MODEL, d_k, generator=generator) / math.sqrt(D_MODEL)
     return W[0], W[1], W[2]
 
 
 def _check_settings(d_k, temperature, mask_kind):
-    if not isinstance(d_k, (int, np.integer)) or isinstance(d_k, bool) or d_k <= 0:
-        raise ValueError(f"d_k must be a positive int, got {d_k!r}")
-    if not isinstance(temperature, (int, float)) or not temperature > 0:
-        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
-    if mask_kind not in MASK_KINDS:
-        raise ValueError(f"mask_kind must be one of {MASK_KINDS}, got {mask_kind!r}")
+    positive_int(int(d_k) if isinstance(d_k, np.integer) else d_k, "d_k")  # np.int64 too
+    positive_number(temperature, "temperature")
+    one_of(mask_kind, MASK_KINDS, "mask_kind")
 
 
 def _mask(mask_kind: str, n_real: int, n_total: int) -> torch.Tensor | None:

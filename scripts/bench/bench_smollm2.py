@@ -10,7 +10,7 @@ Measures, on this machine:
   ``generate``, with the same weights and thread count, interleaved, median of
   ``--repeats``; both must produce the same tokens.
 
-Usage: ``.venv/bin/python scripts/bench_smollm2.py [--threads 1] [--new-tokens 64]``.
+Usage: ``.venv/bin/python scripts/bench/bench_smollm2.py [--threads 1] [--new-tokens 64]``.
 transformers is used here only (and in the parity tests), never in the book.
 """
 

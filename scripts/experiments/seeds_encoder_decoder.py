@@ -9,8 +9,8 @@ table of chapter 11's exercise 5 (``--markdown``). With ``--extra-steps N`` the 
 then trains N more steps as in exercise 4 (fresh Adam, batches of the next seed), and its
 accuracy by length is reported again::
 
-    .venv/bin/python scripts/seeds_encoder_decoder.py              # seeds 0-4
-    .venv/bin/python scripts/seeds_encoder_decoder.py --seeds 0 7 --extra-steps 200
+    .venv/bin/python scripts/experiments/seeds_encoder_decoder.py              # seeds 0-4
+    .venv/bin/python scripts/experiments/seeds_encoder_decoder.py --seeds 0 7 --extra-steps 200
 
 ``tests/test_seeds_encoder_decoder.py`` re-derives one row of the chapter's table.
 """

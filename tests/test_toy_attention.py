@@ -16,7 +16,7 @@ from transformer_lab import viz
 from transformer_lab.nn.attention import scaled_dot_product_attention
 from transformer_lab.nn.masks import causal_mask
 from transformer_lab.viz import plotly as VIZ_PLOTLY
-from transformer_lab.viz import toy_attention as widgets
+from transformer_lab.viz import toy_attention
 
 ANIMAL = "The animal didn't cross the street because it was too tired"
 # float32 throughout: explore() and the references below run the same float32 kernels
@@ -24,29 +24,29 @@ TOL = {"atol": 1e-6, "rtol": 1e-5}
 
 
 def test_tokenize_keeps_contractions_and_splits_punctuation():
-    assert widgets.tokenize(ANIMAL)[:3] == ["The", "animal", "didn't"]
-    assert widgets.tokenize("I love dogs.") == ["I", "love", "dogs", "."]
+    assert toy_attention.tokenize(ANIMAL)[:3] == ["The", "animal", "didn't"]
+    assert toy_attention.tokenize("I love dogs.") == ["I", "love", "dogs", "."]
     with pytest.raises(ValueError, match="no tokens"):
-        widgets.tokenize("   ")
+        toy_attention.tokenize("   ")
     with pytest.raises(TypeError):
-        widgets.tokenize(3)
+        toy_attention.tokenize(3)
 
 
 def test_explore_shapes_and_determinism():
-    r = widgets.explore(ANIMAL, d_k=8)
+    r = toy_attention.explore(ANIMAL, d_k=8)
     n = len(r["tokens"])
     assert n == r["n_real"] == 11
-    assert r["x"].shape == (n, widgets.D_MODEL)
+    assert r["x"].shape == (n, toy_attention.D_MODEL)
     assert r["q"].shape == r["k"].shape == r["v"].shape == r["outputs"].shape == (n, 8)
     assert r["scores"].shape == r["weights"].shape == r["mask"].shape == (n, n)
-    again = widgets.explore(ANIMAL, d_k=8)
+    again = toy_attention.explore(ANIMAL, d_k=8)
     np.testing.assert_array_equal(r["weights"], again["weights"])
     # "The" and "the" share an embedding: self-attention cannot tell them apart
     np.testing.assert_array_equal(r["q"][0], r["q"][4])
 
 
 def test_temperature_one_equals_the_package_attention():
-    r = widgets.explore(ANIMAL, d_k=16, temperature=1.0)
+    r = toy_attention.explore(ANIMAL, d_k=16, temperature=1.0)
     q, k, v = (torch.from_numpy(r[name]) for name in "qkv")
     out, weights = scaled_dot_product_attention(q, k, v)
     torch.testing.assert_close(torch.from_numpy(r["weights"]), weights, **TOL)
@@ -54,7 +54,7 @@ def test_temperature_one_equals_the_package_attention():
 
 
 def test_scores_are_scaled_by_sqrt_dk_and_temperature_divides_them():
-    r = widgets.explore(ANIMAL, d_k=32, temperature=2.5)
+    r = toy_attention.explore(ANIMAL, d_k=32, temperature=2.5)
     np.testing.assert_allclose(r["scores"], r["q"] @ r["k"].T / math.sqrt(32), rtol=1e-5, atol=1e-5)
     logits = r["scores"] / 2.5
     expected = np.exp(logits - logits.max(1, keepdims=True))
@@ -66,13 +66,13 @@ def test_scores_are_scaled_by_sqrt_dk_and_temperature_divides_them():
 def test_higher_temperature_flattens_the_weights():
     entropy = []
     for t in (0.25, 1.0, 4.0):
-        w = widgets.explore(ANIMAL, d_k=16, temperature=t)["weights"]
+        w = toy_attention.explore(ANIMAL, d_k=16, temperature=t)["weights"]
         entropy.append(float(-(w * np.log(w)).sum(1).mean()))
     assert entropy[0] < entropy[1] < entropy[2]
 
 
 def test_causal_mask_zeros_the_future_and_minus_inf_scores():
-    r = widgets.explore(ANIMAL, d_k=16, mask_kind="causal")
+    r = toy_attention.explore(ANIMAL, d_k=16, mask_kind="causal")
     n = len(r["tokens"])
     upper = np.triu(np.ones((n, n), dtype=bool), k=1)
     assert (r["weights"][upper] == 0).all()
@@ -85,18 +85,18 @@ def test_causal_mask_zeros_the_future_and_minus_inf_scores():
 
 
 def test_causal_outputs_ignore_later_tokens():
-    a = widgets.explore("I love dogs and cats", mask_kind="causal")
-    b = widgets.explore("I love dogs or birds", mask_kind="causal")
+    a = toy_attention.explore("I love dogs and cats", mask_kind="causal")
+    b = toy_attention.explore("I love dogs or birds", mask_kind="causal")
     np.testing.assert_array_equal(a["outputs"][:3], b["outputs"][:3])
     assert not np.allclose(a["outputs"][3:], b["outputs"][3:])
-    c = widgets.explore("I love dogs and cats")  # without the mask the change leaks back
-    d = widgets.explore("I love dogs or birds")
+    c = toy_attention.explore("I love dogs and cats")  # without the mask the change leaks back
+    d = toy_attention.explore("I love dogs or birds")
     assert not np.allclose(c["outputs"][0], d["outputs"][0])
 
 
 @pytest.mark.parametrize("kind", ["padding", "causal+padding"])
 def test_padding_appends_pads_nobody_attends_to(kind):
-    r = widgets.explore("I love dogs", mask_kind=kind, n_pad=2)
+    r = toy_attention.explore("I love dogs", mask_kind=kind, n_pad=2)
     assert r["tokens"] == ["I", "love", "dogs", "<pad>", "<pad>"] and r["n_real"] == 3
     assert (r["weights"][:, 3:] == 0).all()
     np.testing.assert_allclose(r["weights"].sum(1), 1.0, atol=1e-6)
@@ -110,11 +110,11 @@ def test_padding_appends_pads_nobody_attends_to(kind):
 @given(
     d_k=st.integers(1, 64),
     temperature=st.floats(0.05, 20.0),
-    kind=st.sampled_from(widgets.MASK_KINDS),
+    kind=st.sampled_from(toy_attention.MASK_KINDS),
     words=st.lists(st.sampled_from(["a", "cat", "sat", "on", "mat", "it"]), min_size=1, max_size=9),
 )
 def test_rows_sum_to_one_and_masked_weights_are_zero(d_k, temperature, kind, words):
-    r = widgets.explore(" ".join(words), d_k, temperature, kind)
+    r = toy_attention.explore(" ".join(words), d_k, temperature, kind)
     np.testing.assert_allclose(r["weights"].sum(1), 1.0, atol=1e-5)
     assert (r["weights"][~r["mask"]] == 0).all()
     assert np.isneginf(r["scores"][~r["mask"]]).all()
@@ -122,18 +122,18 @@ def test_rows_sum_to_one_and_masked_weights_are_zero(d_k, temperature, kind, wor
 
 def test_bad_settings_are_named():
     with pytest.raises(ValueError, match="d_k"):
-        widgets.explore("a b", d_k=0)
+        toy_attention.explore("a b", d_k=0)
     with pytest.raises(ValueError, match="temperature"):
-        widgets.explore("a b", temperature=0.0)
+        toy_attention.explore("a b", temperature=0.0)
     with pytest.raises(ValueError, match="mask_kind"):
-        widgets.explore("a b", mask_kind="future")
+        toy_attention.explore("a b", mask_kind="future")
 
 
 # --- the ipywidgets app -------------------------------------------------------------------
 
 
 def test_explorer_redraws_when_a_control_moves():
-    app = widgets.attention_explorer("I love dogs", d_k=16)
+    app = toy_attention.attention_explorer("I love dogs", d_k=16)
     assert app.n_updates == 1 and 'data-state="d_k=16;' in app.heatmap.value
     first = app.heatmap.value
     app.d_k.value = 32
@@ -148,8 +148,8 @@ def test_explorer_redraws_when_a_control_moves():
 
 
 def test_explorer_example_dropdown_and_typed_sentence():
-    app = widgets.attention_explorer()
-    assert app.sentence.value == widgets.EXAMPLE_SENTENCES[0] == ANIMAL
+    app = toy_attention.attention_explorer()
+    assert app.sentence.value == toy_attention.EXAMPLE_SENTENCES[0] == ANIMAL
     app.examples.value = "I love dogs"
     assert app.result["tokens"] == ["I", "love", "dogs"]
     app.sentence.value = "a cat"
@@ -160,7 +160,7 @@ def test_explorer_example_dropdown_and_typed_sentence():
 
 
 def test_explorer_controls_have_stable_classes_and_labels():
-    app = widgets.attention_explorer()
+    app = toy_attention.attention_explorer()
     expected = {
         "examples": ("tl-example", "example"),
         "sentence": ("tl-sentence", "sentence"),
@@ -181,8 +181,8 @@ def test_explorer_controls_have_stable_classes_and_labels():
 
 def test_static_explorer_has_one_state_per_temperature_and_mask():
     temps = (0.5, 1.0, 2.0)
-    fig = widgets.static_attention_explorer("I love dogs", d_k=4, temperatures=temps)
-    kinds = widgets.MASK_KINDS
+    fig = toy_attention.static_attention_explorer("I love dogs", d_k=4, temperatures=temps)
+    kinds = toy_attention.MASK_KINDS
     assert len(fig.data) == 3 * len(kinds)
     steps = fig.layout.sliders[0].steps
     assert [s.label for s in steps] == ["0.5", "1", "2"]
@@ -190,28 +190,28 @@ def test_static_explorer_has_one_state_per_temperature_and_mask():
     buttons = fig.layout.updatemenus[0].buttons
     assert [b.label for b in buttons] == list(kinds)
     # the weights panel of mask "causal" (trace 1 of group 1) at temperature 2
-    expected = widgets.explore("I love dogs", 4, 2.0, "causal")["weights"]
+    expected = toy_attention.explore("I love dogs", 4, 2.0, "causal")["weights"]
     np.testing.assert_allclose(np.array(steps[2].args[0]["z"][3 + 1], float), expected, atol=1e-4)
     assert buttons[1].args[0]["visible"][3:6] == [True, True, True]
     json.dumps(viz.mimebundle(fig)[VIZ_PLOTLY.PLOTLY_MIME])
 
 
 def test_static_explorer_over_dk():
-    fig = widgets.static_attention_explorer(
+    fig = toy_attention.static_attention_explorer(
         "I love dogs", slider="d_k", d_ks=(2, 8), mask_kinds=("none",)
     )
     assert [s.label for s in fig.layout.sliders[0].steps] == ["2", "8"]
     outputs_z = fig.layout.sliders[0].steps[1].args[0]["z"][2]
     assert np.array(outputs_z).shape == (3, 8)
     with pytest.raises(ValueError, match="slider"):
-        widgets.static_attention_explorer(slider="mask")
+        toy_attention.static_attention_explorer(slider="mask")
     with pytest.raises(ValueError, match="dropdown"):
-        widgets.static_attention_explorer(dropdown="d_k")
+        toy_attention.static_attention_explorer(dropdown="d_k")
 
 
 def test_static_explorer_over_sentences():
     sentences = ("I love dogs", "a cat")
-    fig = widgets.static_attention_explorer(
+    fig = toy_attention.static_attention_explorer(
         dropdown="sentence", sentences=sentences, mask_kind="causal", temperatures=(1.0,)
     )
     buttons = fig.layout.updatemenus[0].buttons

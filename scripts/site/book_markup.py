@@ -6,7 +6,7 @@ evaluates them when the reader runs the chapter. A chapter run (``make chapters`
 ``conftest.py``) asks the kernel for them after each code cell and stores the results on
 each Markdown cell, as ``user_expressions`` (the key ``jupyterlab-myst`` reads), in the
 executed copy of the chapter, ``_build/executed/NN_name.ipynb``: JupyterLab's reading test
-opens that copy, and the site (``scripts/site_extension.py``) takes its numbers from it,
+opens that copy, and the site (``scripts/site/site_extension.py``) takes its numbers from it,
 after checking that its code is the chapter's code.
 
 Cells the site hides get JupyterLab's collapsed state (:func:`add_reader_metadata`):

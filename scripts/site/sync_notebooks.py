@@ -1,6 +1,6 @@
 """Create or update the ``.ipynb`` paired with every chapter listed in ``_toc.yml``.
 
-``python scripts/sync_notebooks.py`` brings each pair in sync. The ``.md`` is the chapter;
+``python scripts/site/sync_notebooks.py`` brings each pair in sync. The ``.md`` is the chapter;
 when the two disagree the newer file wins, as with ``jupytext --sync``: a newer ``.md``
 (edited as text) rewrites the ``.ipynb``, a newer ``.ipynb`` (edited as a notebook outside
 jupytext's pairing) rewrites the ``.md``. Pairs that already agree are left alone, so the
@@ -8,7 +8,7 @@ outputs saved in an ``.ipynb`` survive. ``--list-ipynb`` prints the paired noteb
 in book order; ``--check`` only reports pairs that disagree (exit status 1 if any).
 
 The ``.ipynb`` is what a reader opens in JupyterLab (the ``.md`` chapters are hidden from
-its file browser, see ``scripts/configure_lab.py``): the cells the site hides are folded
+its file browser, see ``scripts/site/configure_lab.py``): the cells the site hides are folded
 there (``book_markup.add_reader_metadata``). That folding lives only in the ``.ipynb``:
 jupytext leaves JupyterLab's ``jupyter`` cell metadata out of the ``.md`` (``jupytext.toml``).
 """
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from book_markup import add_reader_metadata  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def toc_files(toc_path: Path = ROOT / "_toc.yml") -> list[str]:
@@ -120,8 +120,9 @@ def main(argv: list[str]) -> int:
         return 0
     if "--check" in argv:
         stale = [p for p in chapters if not in_sync(p)]
+        rerun = Path(__file__).resolve().relative_to(ROOT)
         for path in stale:
-            print(f"{path.relative_to(ROOT)} and its .ipynb differ: run scripts/sync_notebooks.py")
+            print(f"{path.relative_to(ROOT)} and its .ipynb differ: run {rerun}")
         return 1 if stale else 0
     for md in chapters:
         print(f"{md.relative_to(ROOT)}: {sync(md)}")

@@ -5,11 +5,11 @@ steps, evaluates the held-out loss (nats per character, every held-out character
 ``--eval-every`` steps, and reports tokens per second and the training time at which the
 held-out loss first reached the target (evaluation time is not counted as training)::
 
-    .venv/bin/python scripts/bench_gpt.py                       # the chapter's CPU preset
-    .venv/bin/python scripts/bench_gpt.py --preset nanogpt-cpu  # nanoGPT's CPU settings
-    .venv/bin/python scripts/bench_gpt.py --speed               # speed only, no training run
-    .venv/bin/python scripts/bench_gpt.py --preset gpu          # with CUDA: 6 x 6 x 384, ctx 256
-    .venv/bin/python scripts/bench_gpt.py --n-layers 4 --steps 700  # change the preset
+    .venv/bin/python scripts/bench/bench_gpt.py                       # the chapter's CPU preset
+    .venv/bin/python scripts/bench/bench_gpt.py --preset nanogpt-cpu  # nanoGPT's CPU settings
+    .venv/bin/python scripts/bench/bench_gpt.py --speed               # speed only, no training run
+    .venv/bin/python scripts/bench/bench_gpt.py --preset gpu          # CUDA: 6 x 6 x 384, ctx 256
+    .venv/bin/python scripts/bench/bench_gpt.py --n-layers 4 --steps 700  # change the preset
 
 On the CPU both the wall time and the process's CPU time are reported. On a machine shared
 with other jobs the wall time is inflated; with ``--threads 1`` the CPU time is close to

@@ -1,6 +1,6 @@
 """Gather the JavaScript the static site serves itself, so that no page loads from a CDN.
 
-``python scripts/fetch_web_assets.py`` fills ``_build/web_assets`` (listed in
+``python scripts/site/fetch_web_assets.py`` fills ``_build/web_assets`` (listed in
 ``html_static_path`` by ``_config.yml``, so Sphinx copies it into ``_build/html/_static``):
 
 - ``plotly.min.js``, copied from the installed ``plotly`` Python package: the kernel-free
@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "_build" / "web_assets"
 NPM_PREFIX = ROOT / "_build" / "web_assets_npm"
 
@@ -49,8 +49,8 @@ def npm_install() -> None:
     npm = shutil.which("npm")
     if npm is None:
         sys.exit(
-            "scripts/fetch_web_assets.py needs npm to fetch the ipywidgets scripts for the site: "
-            "install Node.js and npm (Debian/Ubuntu: `apt-get install npm`) and run it again."
+            "scripts/site/fetch_web_assets.py needs npm to fetch the ipywidgets scripts for the "
+            "site: install Node.js and npm (Debian/Ubuntu: `apt-get install npm`) and run it again."
         )
     NPM_PREFIX.mkdir(parents=True, exist_ok=True)
     specs = [f"{name}@{version}" for name, version in NPM_PACKAGES.items()]
@@ -78,7 +78,7 @@ def npm_install() -> None:
 
 # Sphinx writes the path from a page to the site root into <html data-content_root="...">
 REQUIRE_CONFIG = """\
-// Written by scripts/fetch_web_assets.py; loaded before the ipywidgets HTML manager.
+// Written by scripts/site/fetch_web_assets.py; loaded before the ipywidgets HTML manager.
 (function () {
   // 1. RequireJS finds the HTML manager (and the fonts it loads relative to itself) in this
   //    site's _static/widgets folder, not on a CDN.

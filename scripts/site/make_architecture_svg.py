@@ -6,7 +6,7 @@ HTML figure puts around the SVG are copied inside it, and it gets a width and a 
 that it looks the same as an image in JupyterLab's Markdown preview and on the site. It
 has no links (a picture shown with ``![...](...)`` cannot be clicked box by box).
 
-Usage: ``.venv/bin/python scripts/make_architecture_svg.py`` rewrites the file;
+Usage: ``.venv/bin/python scripts/site/make_architecture_svg.py`` rewrites the file;
 ``--check`` reports (exit 1) when it is out of date with the package.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from transformer_lab.viz.architecture import _CSS, architecture_svg  # noqa: E402

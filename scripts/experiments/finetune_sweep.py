@@ -14,7 +14,7 @@ The test set is the balanced 600 passages of the six held-out plays
 (merged with the encoders already there), with the settings, the command and the time.
 Run on one thread::
 
-    nice -n 10 .venv/bin/python scripts/finetune_sweep.py --encoders minilm tiny
+    nice -n 10 .venv/bin/python scripts/experiments/finetune_sweep.py --encoders minilm tiny
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from transformer_lab.training.finetune import (
     train_classifier,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "transformer_lab" / "assets" / "finetune_sweep.json"
 METHODS = ("scratch", "probe", "finetune")
 SETTINGS = {
@@ -175,7 +175,7 @@ def main(argv=None) -> None:
     keep = (lambda r: True) if args.resume else (lambda r: r["encoder"] not in args.encoders)
     runs = {k: v for k, v in old.get("runs", {}).items() if args.resume or k not in args.encoders}
     results = [r for r in old.get("results", []) if keep(r)]
-    command = "nice -n 10 .venv/bin/python scripts/finetune_sweep.py " + shlex.join(
+    command = "nice -n 10 .venv/bin/python scripts/experiments/finetune_sweep.py " + shlex.join(
         sys.argv[1:] if argv is None else argv
     )
     task = genre_task(SETTINGS["test_per_genre"])
@@ -194,7 +194,7 @@ def main(argv=None) -> None:
             payload = dict(
                 description="held-out genre accuracy (comedy/history/tragedy, whole plays "
                 "held out) against the number of labelled passages; written by "
-                "scripts/finetune_sweep.py",
+                "scripts/experiments/finetune_sweep.py",
                 genres=list(GENRES),
                 test_passages=len(task.test),
                 majority_baseline=majority_baseline(task),

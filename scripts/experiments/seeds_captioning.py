@@ -7,8 +7,8 @@ of the cells, 250 steps of 64 pictures, Adam at 5e-3, one thread), then caption 
 held-out scenes greedily. One line per seed: exact match and word accuracy of each model,
 and the gaps; at the end the smallest gaps, which the chapter's assertions stay below::
 
-    .venv/bin/python scripts/seeds_captioning.py              # seeds 0-4
-    .venv/bin/python scripts/seeds_captioning.py --seeds 0 7 --steps 300
+    .venv/bin/python scripts/experiments/seeds_captioning.py              # seeds 0-4
+    .venv/bin/python scripts/experiments/seeds_captioning.py --seeds 0 7 --steps 300
 """
 
 from __future__ import annotations

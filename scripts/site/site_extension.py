@@ -17,7 +17,7 @@
    CDN URL and lands twice in each page, a "has already been declared" error in the
    console.
 5. Numbers in the prose (``{eval}`expression```) come from the chapter's executed copy
-   (``_build/executed``, ``scripts/book_markup.py``): myst-nb evaluates them only while it
+   (``_build/executed``, ``scripts/site/book_markup.py``): myst-nb evaluates them only while it
    runs a chapter itself ("inline" mode), while this site takes chapters already executed
    by ``make chapters`` from its cache.
 6. Links to a chapter's notebook (``02_rnn_bottleneck.ipynb``, what a reader opens in
@@ -77,7 +77,7 @@ def _prune_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
     context["script_files"] = [s for s in scripts if not _unwanted(s, widgets_shown)]
 
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _copies: dict[str, dict[str, list[dict]]] = {}
 
 

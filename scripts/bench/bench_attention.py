@@ -1,6 +1,6 @@
 """Benchmark our attention against PyTorch's on the CPU: time and peak memory.
 
-Run with ``make bench`` (or ``python scripts/bench_attention.py``). It writes a Markdown
+Run with ``make bench`` (or ``python scripts/bench/bench_attention.py``). It writes a Markdown
 table to stdout and to ``_build/bench/attention.md``.
 
 What is measured
@@ -59,7 +59,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from transformer_lab.nn.attention import scaled_dot_product_attention  # noqa: E402

@@ -1,6 +1,6 @@
 """Pretrain the tiny BERT that the package ships, and write it beside the package's data.
 
-    nice -n 10 .venv/bin/python scripts/pretrain_tiny_bert.py
+    nice -n 10 .venv/bin/python scripts/experiments/pretrain_tiny_bert.py
 
 runs :class:`transformer_lab.training.tiny_bert.TinyBertRecipe` (its defaults: 4 blocks of width
 128, 5,000 steps of 32 sentence pairs, seed 0) on one CPU thread, on the training plays of
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
         "prefix": prefix,
         "seconds": {"wall": round(wall, 1), "processor": round(cpu, 1)},
         "machine": {"torch": torch.__version__, "python": platform.python_version()},
-        "command": "nice -n 10 .venv/bin/python scripts/pretrain_tiny_bert.py"
+        "command": "nice -n 10 .venv/bin/python scripts/experiments/pretrain_tiny_bert.py"
         + ("" if args.steps is None else f" --steps {args.steps}"),
     }
     out = PRETRAINED_TINY_BERT.save_tiny_bert(model, corpus.tokenizer, info, args.out)

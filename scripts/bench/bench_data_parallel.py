@@ -1,6 +1,6 @@
 """Time one process against N processes (torchrun, gloo on the CPU) training the same run.
 
-    .venv/bin/python scripts/bench_data_parallel.py [--procs 2] [--repeats 3] [--steps 60]
+    .venv/bin/python scripts/bench/bench_data_parallel.py [--procs 2] [--repeats 3] [--steps 60]
 
 Each repeat runs ``python -m transformer_lab.training.train_gpt`` once on one process and once on
 ``--procs`` processes (alternating, so that a change in the machine's load hits both), with

@@ -7,7 +7,7 @@ build after all pages have been tried. Chapters come executed from ``make chapte
 and writes the executed copies whose numbers the prose shows (``_build/executed``); a
 chapter whose copy is missing or older than its code is executed that way first, so no
 chapter runs twice. The offline web assets are gathered first
-(``scripts/fetch_web_assets.py``).
+(``scripts/site/fetch_web_assets.py``).
 
 ``--all`` rebuilds every page instead of only the changed ones.
 """
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fetch_web_assets  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 
 # <script src=...> and <link href=...> (stylesheets, preloads, fonts): what a page loads

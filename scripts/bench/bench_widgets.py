@@ -7,7 +7,7 @@ mask) the way a reader moving them would:
 * full update: what the app does when a control moves: compute, redraw the three SVG
   heatmaps into the HTML widget, and rewrite the caption.
 
-    python scripts/bench_widgets.py [--repeats 200] [--threads N]
+    python scripts/bench/bench_widgets.py [--repeats 200] [--threads N]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from transformer_lab.viz import toy_attention as widgets
+from transformer_lab.viz import toy_attention
 
 SENTENCE = "The quick brown fox jumps over the lazy dog while the cat sleeps on the mat"
 BUDGET_MS = 50.0
@@ -43,19 +43,19 @@ def _summary(times_ms: list[float]) -> str:
 def bench_compute(repeats: int) -> list[float]:
     settings = _settings()
     for _ in range(48):  # warm up every setting once (caches, first-call overheads)
-        widgets.explore(SENTENCE, *next(settings))
+        toy_attention.explore(SENTENCE, *next(settings))
     times = []
     for _ in range(repeats):
         d_k, temperature, kind = next(settings)
         start = time.perf_counter()
-        widgets.explore(SENTENCE, d_k, temperature, kind)
+        toy_attention.explore(SENTENCE, d_k, temperature, kind)
         times.append(1e3 * (time.perf_counter() - start))
     return times
 
 
 def bench_update(repeats: int) -> tuple[list[float], list[float], list[float]]:
     """Move one control per update (d_k, then temperature, then mask, round robin)."""
-    app = widgets.attention_explorer(SENTENCE)
+    app = toy_attention.attention_explorer(SENTENCE)
     moves = itertools.cycle(
         [
             (app.d_k, itertools.cycle((32, 64, 8, 16))),
@@ -85,7 +85,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    n_tokens = len(widgets.tokenize(SENTENCE))
+    n_tokens = len(toy_attention.tokenize(SENTENCE))
     print(f"sentence: {n_tokens} tokens; torch threads: {torch.get_num_threads()}")
     compute = bench_compute(args.repeats)
     print(f"explore() compute      : {_summary(compute)}")

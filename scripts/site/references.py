@@ -3,7 +3,7 @@
 Citations in the chapters are plain Markdown links,
 ``[Vaswani et al., 2017](references.md#vaswani2017attention)``, so that they read the same
 in JupyterLab and on the site; each entry of ``book/references.md`` carries its key as an
-anchor. ``python scripts/references.py`` rewrites that page; ``--check`` reports (exit 1)
+anchor. ``python scripts/site/references.py`` rewrites that page; ``--check`` reports (exit 1)
 when it is out of date. :func:`label` gives the text a citation of a key must read
 ("Vaswani et al., 2017"), which ``tests/test_book.py`` holds every citation to.
 """
@@ -16,14 +16,14 @@ from functools import cache
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIB = ROOT / "book" / "references.bib"
 PAGE = ROOT / "book" / "references.md"
 
 HEADER = """# References
 
 The papers, books and articles cited in the chapters. Citations in the text link here.
-This page is written from `references.bib` by `scripts/references.py`.
+This page is written from `references.bib` by `scripts/site/references.py`.
 """
 
 
@@ -138,7 +138,7 @@ def citations(text: str) -> list[tuple[str, str]]:
 if __name__ == "__main__":
     if "--check" in sys.argv[1:]:
         if PAGE.read_text() != page():
-            print(f"{PAGE.relative_to(ROOT)} is out of date: run python scripts/references.py")
+            print(f"{PAGE.relative_to(ROOT)} is out of date: run python scripts/site/references.py")
             sys.exit(1)
         sys.exit(0)
     PAGE.write_text(page())

@@ -1,0 +1,270 @@
+"""The panels of :func:`~transformer_lab.viz.heatmap_explorer.heatmap_explorer`: what each
+one shows (:class:`_Panels`), where they go in the figure (:class:`_Frame`: margins, the room
+between panels, colour bars), and their heatmaps and axes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from transformer_lab.viz.heatmaps import _as_2d
+from transformer_lab.viz.layout import (
+    _COLORBAR_PX,
+    _COLORBAR_ROW_PX,
+    _MENU_PX,
+    _PANEL_TITLE_PX,
+    _REF_PLOT_PX,
+    _SLIDER_PX,
+    _TOP_PAD_PX,
+    _label_px,
+    _n_lines,
+    _tick_step,
+    _z_and_text,
+    title_layout,
+    wrap_title,
+)
+
+__all__: list[str] = []  # the parts of heatmap_explorer; chapters call that
+
+# --- what each panel shows ------------------------------------------------------------------
+
+
+@dataclass
+class _Panels:
+    """What the panels show and how, one entry per panel in every list."""
+
+    arrays: dict  # (option, slider value) -> the 2-d arrays of the panels
+    names: list  # the panel titles as given (the traces' names)
+    titles: list  # the panel titles wrapped to the panels' widths
+    ranges: list  # (zmin, zmax)
+    colorscales: list
+    fmts: list
+    annotate: list
+    axis_titles: list  # (x_title, y_title)
+    barred: list  # the panels that draw a colour bar (the last one only, when shared)
+
+    @property
+    def n(self) -> int:
+        return len(self.names)
+
+    def cells(self, option, slider_value, p: int) -> tuple[list, list]:
+        """Panel ``p``'s z (None where not finite) and cell texts for one state."""
+        return _z_and_text(self.arrays[option, slider_value][p], self.fmts[p], self.annotate[p])
+
+
+def _per_panel(value, kind: type, n_panels: int) -> list:
+    """``value`` for every panel when it is a single ``kind``, else the list given."""
+    return [value] * n_panels if isinstance(value, kind) else list(value)
+
+
+def _panels(
+    states, options, slider_values, panel_titles, *, zranges, annotate, fmt, colorscale,
+    colorbars, axis_titles, column_widths,
+) -> _Panels:  # fmt: skip
+    """The panels' settings one per panel, their arrays for every state, their colour
+    ranges, which of them draw a colour bar, and their titles wrapped to fit."""
+    n_panels = len(panel_titles)
+    annotate = _per_panel(annotate, bool, n_panels)
+    colorscales = _per_panel(colorscale, str, n_panels)
+    fmts = _per_panel(fmt, str, n_panels)
+    with_bar = _per_panel(colorbars, bool, n_panels)
+    if len(with_bar) != n_panels:
+        raise ValueError(f"{len(with_bar)} colorbars flags for {n_panels} panels")
+    axis_titles = list(axis_titles) if axis_titles is not None else [("", "")] * n_panels
+    arrays = {(o, s): [_as_2d(a) for a in states[o][s]] for o in options for s in slider_values}
+    ranges = _color_ranges(arrays, zranges, n_panels)
+    # one shared bar when every panel with a bar has the same range and colour scale
+    barred = [p for p in range(n_panels) if with_bar[p]]
+    if len({(ranges[p], repr(colorscales[p])) for p in barred}) == 1:
+        barred = barred[-1:]
+    # panel titles are wrapped to their panel's share of the narrowest figure
+    shares = list(column_widths) if column_widths is not None else [1.0] * n_panels
+    shares = [w / sum(shares) for w in shares]
+    titles = [
+        wrap_title(t, max(14, int(share * _REF_PLOT_PX / 7.5))) if t else t
+        for t, share in zip(panel_titles, shares, strict=True)
+    ]
+    return _Panels(
+        arrays, list(panel_titles), titles, ranges, colorscales, fmts, annotate, axis_titles,
+        barred,
+    )  # fmt: skip
+
+
+def _color_ranges(arrays, zranges, n_panels: int) -> list[tuple[float, float]]:
+    """``(zmin, zmax)`` per panel: as given, else the finite range over all states."""
+    if zranges is None:
+        zranges = [None] * n_panels
+    ranges = []
+    for p in range(n_panels):
+        if zranges[p] is not None:
+            ranges.append(tuple(zranges[p]))
+            continue
+        finite = np.concatenate([a[p][np.isfinite(a[p])] for a in arrays.values()])
+        ranges.append((float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0))
+    return ranges
+
+
+# --- the frame: margins around the panels and the room between them ------------------------
+
+
+@dataclass
+class _Frame:
+    """Where things go around the panels, in pixels."""
+
+    layout: dict  # height, background, title and margins of the figure
+    above_plot: float  # between the panels' top and the dropdown: the panel titles
+    below: float  # under the panels: rotated column labels and the axis title
+    strip: int  # the row of colour bars under the panels (0 when a bar stands beside)
+    has_slider: bool
+    has_menu: bool
+
+    @property
+    def beside(self) -> bool:
+        """A single colour bar stands right of its panel; several stand in a row below."""
+        return self.strip == 0
+
+    @property
+    def plot_px(self) -> float:
+        margin = self.layout["margin"]
+        return self.layout["height"] - margin["t"] - margin["b"]
+
+
+def _frame(
+    panels: _Panels, labels, options, *, title, height, dropdown_label, has_slider, has_menu
+) -> _Frame:
+    """The figure's height and margins: from the top the title, the dropdown and the panel
+    titles; below the panels the column labels, a row of colour bars and the slider."""
+    beside = len(panels.barred) <= 1
+    strip = 0 if beside else _COLORBAR_ROW_PX
+    height = height + strip  # a row of colour bars adds its height: the panels keep theirs
+    # the space above the panels, from the top: title, dropdown, panel titles
+    panel_lines = max((_n_lines(t) for t in panels.titles if t), default=0)
+    above_plot = (_PANEL_TITLE_PX * panel_lines + 6 if panel_lines else 0) + 4
+    top = _TOP_PAD_PX + above_plot
+    layout = {
+        "height": height,
+        "plot_bgcolor": "#d0d0d0",  # shows through the gaps left by -inf (masked) cells
+    }
+    if title:
+        layout["title"], top = title_layout(title, height)
+        top += above_plot
+    if has_menu:
+        top += _MENU_PX + 6
+    # the space below: rotated column labels, the axis title, colour bars, the slider
+    longest = max(_label_px(x) for o in options for x, _ in labels[o])
+    below = 0.71 * longest + 18 + (26 if any(x for x, _ in panels.axis_titles) else 0)
+    # left and right: room for the dropdown's caption and a colour bar; the row labels
+    # push the left margin as far as they need (automargin), at every width
+    left = _label_px([f"{dropdown_label}:"]) + 16 if has_menu and dropdown_label else 20
+    last_barred = beside and panels.barred and panels.barred[-1] == panels.n - 1
+    layout["margin"] = {
+        "t": round(top),
+        "b": round(below + 10 + strip + (_SLIDER_PX if has_slider else 0)),
+        "l": round(left),
+        "r": 24 + (_COLORBAR_PX if last_barred else 0),
+    }
+    return _Frame(layout, above_plot, below, strip, has_slider, has_menu)
+
+
+def _horizontal_spacing(panels: _Panels, labels, options, frame: _Frame, shared_rows) -> float:
+    """Room between panels (a fraction of the width) for the next panel's row labels and
+    y title, and a colour bar beside the panel."""
+    gap_px = 0.0
+    for p in range(panels.n - 1):
+        need = 14.0
+        if not shared_rows:
+            need += max(_label_px(labels[o][p + 1][1]) for o in options)
+            need += 22 if panels.axis_titles[p + 1][1] else 0
+        need += _COLORBAR_PX if frame.beside and p in panels.barred else 0
+        gap_px = max(gap_px, need)
+    spacing = max(0.025 if shared_rows else 0.06, gap_px / _REF_PLOT_PX)
+    return min(spacing, 0.6 / max(1, panels.n - 1))
+
+
+# --- the traces and the axes ----------------------------------------------------------------
+
+
+def _colorbar(domain, frame: _Frame) -> dict:
+    """A colour bar right of the panel spanning ``domain``, or under it in the row of bars."""
+    style = {"thickness": 10, "outlinewidth": 0, "ticklen": 3, "tickfont": {"size": 10}}
+    if frame.beside:  # in the right margin for the last panel
+        return {
+            **style,
+            "x": domain[1] + 6 / _REF_PLOT_PX,
+            "xanchor": "left",
+            "y": 0.5,
+            "yanchor": "middle",
+            "len": 1.0,
+            "xpad": 2,
+            "ypad": 0,
+        }
+    width = domain[1] - domain[0]
+    return {  # below the column labels and axis title, above the slider
+        **style,
+        "orientation": "h",
+        "x": (domain[0] + domain[1]) / 2,
+        "xanchor": "center",
+        "len": max(0.6 * width, min(width, 0.3)),
+        "y": -(frame.below + 6) / frame.plot_px,
+        "yanchor": "top",
+        "xpad": 0,
+        "ypad": 0,
+    }
+
+
+def _add_heatmaps(fig, panels: _Panels, frame: _Frame, options, slider_value) -> None:
+    """One heatmap per option and panel at ``slider_value``; the first option's show."""
+    domains = [fig.get_subplot(1, p + 1).xaxis.domain for p in range(panels.n)]
+    for o_index, option in enumerate(options):
+        for p in range(panels.n):
+            z, text = panels.cells(option, slider_value, p)
+            fig.add_heatmap(
+                z=z,
+                text=text,
+                texttemplate="%{text}",
+                textfont={"size": 9},
+                zmin=panels.ranges[p][0],
+                zmax=panels.ranges[p][1],
+                colorscale=panels.colorscales[p],
+                showscale=p in panels.barred,
+                colorbar=_colorbar(domains[p], frame) if p in panels.barred else None,
+                visible=o_index == 0,
+                name=f"{option}: {panels.names[p]}",
+                hovertemplate="row %{y}, column %{x}: %{z:.3f}<extra></extra>",
+                row=1,
+                col=p + 1,
+            )
+
+
+def _ticks(names, max_ticks: int | None) -> tuple[list[int], list[str]]:
+    """Tick positions and labels: every label, or every n-th for at most ``max_ticks``."""
+    names = [str(s) for s in names]
+    keep = range(0, len(names), _tick_step(len(names), max_ticks))
+    return list(keep), [names[i] for i in keep]
+
+
+def _axis_update(panel_labels, max_ticks: int | None) -> dict:
+    """The tick labels of every panel's axes, as a layout update (one option's labels)."""
+    update = {}
+    for p, (x_labels, y_labels) in enumerate(panel_labels):
+        suffix = "" if p == 0 else str(p + 1)
+        x_vals, x_text = _ticks(x_labels, max_ticks)
+        y_vals, y_text = _ticks(y_labels, max_ticks)
+        update[f"xaxis{suffix}.tickvals"] = x_vals
+        update[f"xaxis{suffix}.ticktext"] = x_text
+        update[f"yaxis{suffix}.tickvals"] = y_vals
+        update[f"yaxis{suffix}.ticktext"] = y_text
+    return update
+
+
+def _style_axes(fig, panels: _Panels, shared_rows: bool) -> None:
+    """Rows top to bottom, slanted column labels, no grid; axis titles per panel."""
+    fig.update_yaxes(autorange="reversed", showgrid=False, zeroline=False, automargin=True)
+    fig.update_xaxes(tickangle=-45, showgrid=False, zeroline=False)
+    if shared_rows:
+        for p in range(1, panels.n):
+            fig.update_yaxes(showticklabels=False, row=1, col=p + 1)
+    for p, (x_title, y_title) in enumerate(panels.axis_titles):
+        fig.update_xaxes(title_text=x_title or None, row=1, col=p + 1)
+        fig.update_yaxes(title_text=y_title or None, row=1, col=p + 1)
