@@ -48,6 +48,7 @@ from transformer_lab.nn import attention as A
 from transformer_lab.nn import attention as GQ
 from transformer_lab.nn import blocks as B
 from transformer_lab.nn import feed_forward as SW
+from transformer_lab.nn import kv_cache as KV
 from transformer_lab.nn import masks as M
 from transformer_lab.nn import multi_head as L
 from transformer_lab.nn import norms as RN
@@ -782,9 +783,9 @@ case(
     TypeError,
     "cache must be a KVCache, got NoneType",
 )
-case(GP.KVCache, lambda: GP.KVCache(0), ValueError, "n_layers must be a positive int, got 0")
+case(KV.KVCache, lambda: KV.KVCache(0), ValueError, "n_layers must be a positive int, got 0")
 case(
-    GP.KVCache,
+    KV.KVCache,
     lambda: (lambda c: (gpt()(ids([1, 2], [3, 4]), kv_cache=c), gpt()(ids([5]), kv_cache=c)))(
         gpt().new_cache()
     ),
@@ -2079,8 +2080,8 @@ case(
     "n_heads=4 is not divisible by n_kv_heads=3",
 )
 case(
-    LL.LlamaKVCache,
-    lambda: LL.LlamaKVCache(0),
+    KV.KVCache,
+    lambda: KV.KVCache(0),
     ValueError,
     "n_layers must be a positive int, got 0",
 )
@@ -2104,7 +2105,7 @@ case(
 )
 case(
     LL.Llama,
-    lambda: llama()(ids([1, 2]), kv_cache=LL.LlamaKVCache(2)),
+    lambda: llama()(ids([1, 2]), kv_cache=KV.KVCache(2)),
     ValueError,
     "kv_cache has 2 layers but the model has 1",
 )

@@ -258,7 +258,7 @@ def _hf_like_state(model):
     params = dict(model.named_parameters())
     return {
         hf: (params[o].T if t else params[o]).detach().clone()
-        for o, (hf, t) in _hf_names(model.cfg, heads=False).items()
+        for o, (hf, t) in _hf_names(model.config, heads=False).items()
     }
 
 

@@ -314,13 +314,11 @@ def test_mha_bad_inputs():
     x = torch.randn(2, 5, 8)
     with pytest.raises(ValueError, match=r"query has 6 features but the layer expects 8"):
         mha(torch.randn(2, 5, 6))
-    with pytest.raises(TypeError, match=r"query must be floating point, got dtype torch.int64"):
+    with pytest.raises(TypeError, match=r"query must be a floating-point tensor .*torch.int64"):
         mha(x.long())
     with pytest.raises(ValueError, match=r"query is an empty sequence \(pos=0\)"):
         mha(x[:, :0])
-    with pytest.raises(
-        ValueError, match=r"query must be \[batch, pos, d_model\], got shape \(5, 8\)"
-    ):
+    with pytest.raises(ValueError, match=r"query must be \[batch, pos, d_model\], got \(5, 8\)"):
         mha(x[0])
     with pytest.raises(ValueError, match=r"query has batch=2 but key has batch=3"):
         mha(x, torch.randn(3, 5, 8))

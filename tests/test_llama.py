@@ -8,7 +8,8 @@ import torch
 
 from transformer_lab.generation.sampling import generate
 from transformer_lab.hooks import capture
-from transformer_lab.models.llama import Llama, LlamaConfig, LlamaKVCache
+from transformer_lab.models.llama import Llama, LlamaConfig
+from transformer_lab.nn.kv_cache import KVCache
 
 SMALL = dict(d_vocab=37, n_ctx=32, n_layers=2, n_heads=4, n_kv_heads=2, d_model=32, d_mlp=48)
 
@@ -153,15 +154,15 @@ def test_untied_unembedding():
         (lambda: small()(torch.tensor([1, 2])), ValueError, "[batch, pos]"),
         (lambda: small()(torch.tensor([[1, 37]])), ValueError, "in [0, 37)"),
         (lambda: small()(torch.zeros(1, 33, dtype=torch.long)), ValueError, "n_ctx=32"),
-        (lambda: small()(torch.tensor([[1]]), kv_cache=[]), TypeError, "LlamaKVCache"),
-        (lambda: small()(torch.tensor([[1]]), kv_cache=LlamaKVCache(3)), ValueError, "3 layers"),
+        (lambda: small()(torch.tensor([[1]]), kv_cache=[]), TypeError, "KVCache"),
+        (lambda: small()(torch.tensor([[1]]), kv_cache=KVCache(3)), ValueError, "3 layers"),
         (
             lambda: small()(torch.tensor([[1, 2]]), attention_mask=torch.ones(1, 3)),
             ValueError,
             "attention_mask",
         ),
         (lambda: Llama(SMALL), TypeError, "LlamaConfig"),
-        (lambda: LlamaKVCache(0), ValueError, "n_layers"),
+        (lambda: KVCache(0), ValueError, "n_layers"),
     ],
 )
 def test_bad_inputs(thunk, error, fragment):

@@ -122,7 +122,7 @@ def test_greedy_decoding_agrees_with_teacher_forced_argmax(attention):
     src = padded_batch([4, 7, 1], seed=2)
     ids, weights = model.greedy_decode(src)
     assert ids.shape[0] == 3 and ids.shape[1] <= 9
-    bos = torch.full((3, 1), model.cfg.bos_id)
+    bos = torch.full((3, 1), model.config.bos_id)
     with torch.no_grad():
         argmax = model(src, torch.cat([bos, ids[:, :-1]], dim=1)).argmax(-1)
     for i in range(3):

@@ -90,7 +90,7 @@ def classifier(encoder: BertModel, method: str, seed: int) -> SequenceClassifier
 
 
 def max_length(encoder: BertModel, s: dict = SETTINGS) -> int:
-    return min(s["max_length"], encoder.cfg.max_pos)
+    return min(s["max_length"], encoder.config.max_pos)
 
 
 def run_trained(encoder, tokenizer, method, texts, labels, test, seed, s=SETTINGS) -> float:

@@ -25,8 +25,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import check_labels
-from transformer_lab.data.mlm import IGNORE_INDEX
+from transformer_lab.checks import (
+    check_labels,
+    fraction,
+    index_in,
+    instance_of,
+    positive,
+    positive_int,
+)
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.blocks import EncoderBlock
 from transformer_lab.nn.norms import LayerNorm
@@ -40,6 +46,8 @@ __all__ = [
     "PreTrainingLoss",
     "IGNORE_INDEX",
 ]
+
+IGNORE_INDEX = -100  # the label of a position without a loss (F.cross_entropy's default)
 
 
 @dataclass(frozen=True)
@@ -58,21 +66,13 @@ class BertConfig:
 
     def __post_init__(self):
         for name in ("d_vocab", "d_model", "n_heads", "d_mlp", "n_layers", "max_pos", "n_segments"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            positive_int(getattr(self, name), name)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
-        if not self.eps > 0:
-            raise ValueError(f"eps must be positive, got {self.eps!r}")
-        if not isinstance(self.pad_id, int) or not 0 <= self.pad_id < self.d_vocab:
-            raise ValueError(
-                f"pad_id must be a token id in [0, {self.d_vocab}), got {self.pad_id!r}"
-            )
-        if not self.init_std > 0:
-            raise ValueError(f"init_std must be positive, got {self.init_std!r}")
+        fraction(self.dropout, "dropout", closed=False)
+        positive(self.eps, "eps")
+        index_in(self.pad_id, self.d_vocab, "pad_id", "a token id")
+        positive(self.init_std, "init_std")
 
     @property
     def d_head(self) -> int:
@@ -137,9 +137,7 @@ class BertModel(nn.Module):
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        if not isinstance(cfg, BertConfig):
-            raise TypeError(f"cfg must be a BertConfig, got {type(cfg).__name__}")
-        self.cfg = cfg
+        self.config = instance_of(cfg, BertConfig, "cfg")
         self.embeddings = BertEmbeddings(cfg)
         self.blocks = nn.ModuleList(
             BertBlock(
@@ -196,15 +194,14 @@ class BertModel(nn.Module):
             raise ValueError(
                 f"input_ids must be a non-empty [batch, pos] tensor, got {tuple(input_ids.shape)}"
             )
-        if input_ids.shape[1] > self.cfg.max_pos:
+        config = self.config
+        if input_ids.shape[1] > config.max_pos:
             raise ValueError(
-                f"sequence of {input_ids.shape[1]} tokens is longer than max_pos={self.cfg.max_pos}"
+                f"sequence of {input_ids.shape[1]} tokens is longer than max_pos={config.max_pos}"
             )
-        if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= self.cfg.d_vocab):
-            raise ValueError(
-                f"token ids must lie in [0, {self.cfg.d_vocab}), got "
-                f"[{int(input_ids.min())}, {int(input_ids.max())}]"
-            )
+        low, high = (int(t) for t in torch.aminmax(input_ids)) if input_ids.numel() else (0, 0)
+        if low < 0 or high >= config.d_vocab:
+            raise ValueError(f"token ids must lie in [0, {config.d_vocab}), got [{low}, {high}]")
         if attention_mask is None:
             return None
         if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
@@ -227,8 +224,8 @@ class BertModel(nn.Module):
     def _check_segments(self, input_ids, segment_ids):
         if not isinstance(segment_ids, torch.Tensor) or segment_ids.shape != input_ids.shape:
             raise ValueError(f"segment_ids must be [batch, pos] = {tuple(input_ids.shape)}")
-        if segment_ids.min() < 0 or segment_ids.max() >= self.cfg.n_segments:
-            raise ValueError(f"segment_ids must lie in [0, {self.cfg.n_segments})")
+        if segment_ids.min() < 0 or segment_ids.max() >= self.config.n_segments:
+            raise ValueError(f"segment_ids must lie in [0, {self.config.n_segments})")
 
 
 @dataclass
@@ -262,7 +259,7 @@ class BertForPreTraining(nn.Module):
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.cfg = cfg
+        self.config = instance_of(cfg, BertConfig, "cfg")
         self.bert = BertModel(cfg)
         self.mlm_transform = nn.Linear(cfg.d_model, cfg.d_model)
         self.mlm_ln = LayerNorm(cfg.d_model, cfg.eps)
@@ -305,7 +302,7 @@ class BertForPreTraining(nn.Module):
             raise ValueError(
                 f"labels must be [batch, pos] = {tuple(input_ids.shape)}, got {tuple(labels.shape)}"
             )
-        check_labels(labels, self.cfg.d_vocab, ignore_index=IGNORE_INDEX)
+        check_labels(labels, self.config.d_vocab, ignore_index=IGNORE_INDEX)
         if is_next is not None:
             if not isinstance(is_next, torch.Tensor) or is_next.shape != input_ids.shape[:1]:
                 got = tuple(is_next.shape) if isinstance(is_next, torch.Tensor) else is_next

@@ -18,7 +18,8 @@ Tell")::
 
 Without attention the context is the mean of the cells at every step, ``a_t = mean_j c_j``
 (uniform weights, the zero-query limit of attention): the decoder sees the picture only
-through one pooled vector, the bottleneck of chapter 2 in images.
+through one pooled vector, the bottleneck of chapter 2 in images. The read-out, the
+batched scores and the greedy loop are the seq2seq decoder's (``models.rnn``).
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from transformer_lab.checks import floating_tensor, index_in, instance_of, positive_int
+from transformer_lab.models.rnn import _RecurrentDecoder
 from transformer_lab.nn.attention import attention_weights
-from transformer_lab.nn.scores import attend, make_score
+from transformer_lab.nn.scores import attend
 
 __all__ = ["CaptionerConfig", "ConvEncoder", "Captioner", "caption_accuracy"]
 
@@ -51,20 +54,16 @@ class CaptionerConfig:
 
     def __post_init__(self):
         for name in ("d_vocab", "d_model", "d_embed", "channels", "canvas", "patch", "max_len"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            positive_int(getattr(self, name), name)
         if self.canvas % self.patch:
             raise ValueError(f"canvas={self.canvas} is not a multiple of patch={self.patch}")
-        if not isinstance(self.attention, bool):
-            raise TypeError(f"attention must be True or False, got {self.attention!r}")
+        instance_of(self.attention, bool, "attention")
         if self.score not in ("dot", "multiplicative", "additive"):
             raise ValueError(
                 f"score must be 'dot', 'multiplicative' or 'additive', got {self.score!r}"
             )
         for name in ("pad_id", "bos_id", "eos_id"):
-            if not 0 <= getattr(self, name) < self.d_vocab:
-                raise ValueError(f"{name}={getattr(self, name)} is outside the vocabulary")
+            index_in(getattr(self, name), self.d_vocab, name, "a word of the vocabulary")
 
     @property
     def side(self) -> int:
@@ -81,9 +80,7 @@ class ConvEncoder(nn.Module):
 
     def __init__(self, cfg: CaptionerConfig):
         super().__init__()
-        if not isinstance(cfg, CaptionerConfig):
-            raise TypeError(f"cfg must be a CaptionerConfig, got {type(cfg).__name__}")
-        self.cfg = cfg
+        self.config = instance_of(cfg, CaptionerConfig, "cfg")
         c = cfg.channels
         self.convs = nn.Sequential(
             nn.Conv2d(3, c, cfg.patch, stride=cfg.patch),
@@ -95,10 +92,8 @@ class ConvEncoder(nn.Module):
         self.W_pos = nn.Parameter(torch.randn(cfg.side**2, cfg.d_model))
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        expected = (3, self.cfg.canvas, self.cfg.canvas)
-        if not isinstance(images, torch.Tensor) or not images.is_floating_point():
-            got = images.dtype if isinstance(images, torch.Tensor) else type(images).__name__
-            raise TypeError(f"images must be a floating-point tensor, got {got}")
+        expected = (3, self.config.canvas, self.config.canvas)
+        floating_tensor(images, "images")
         if images.dim() != 4 or tuple(images.shape[1:]) != expected or images.shape[0] == 0:
             raise ValueError(
                 f"images must be [batch, {', '.join(map(str, expected))}], "
@@ -108,39 +103,22 @@ class ConvEncoder(nn.Module):
         return maps.flatten(2).transpose(1, 2) + self.W_pos  # [batch, cells, d_model]
 
 
-class Captioner(nn.Module):
+class Captioner(_RecurrentDecoder):
     """Encoder and decoder; ``model(images, tgt_in)`` returns logits ``[batch, tgt_pos,
     d_vocab]`` under teacher forcing (``tgt_in`` starts with ``<bos>``)."""
 
     def __init__(self, cfg: CaptionerConfig):
         super().__init__()
-        if not isinstance(cfg, CaptionerConfig):
-            raise TypeError(f"cfg must be a CaptionerConfig, got {type(cfg).__name__}")
-        self.cfg = cfg
+        self.config = instance_of(cfg, CaptionerConfig, "cfg")
         self.encoder = ConvEncoder(cfg)
         self.W_E = nn.Embedding(cfg.d_vocab, cfg.d_embed, padding_idx=cfg.pad_id)
         self.W_init = nn.Linear(cfg.d_model, cfg.d_model)  # mean of the cells -> s_0
         self.decoder = nn.GRU(cfg.d_embed, cfg.d_model, batch_first=True)
-        self.score = make_score(cfg.score, cfg.d_model, cfg.d_model) if cfg.attention else None
-        self.W_c = nn.Linear(2 * cfg.d_model, cfg.d_model)
-        self.W_U = nn.Linear(cfg.d_model, cfg.d_vocab)
-
-    def _check_ids(self, ids, name: str) -> None:
-        if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int64, torch.int32):
-            got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
-            raise TypeError(f"{name} must be a tensor of int64 word ids, got {got}")
-        if ids.dim() != 2 or 0 in ids.shape:
-            raise ValueError(
-                f"{name} must be a non-empty [batch, pos] tensor, got {tuple(ids.shape)}"
-            )
-        if int(ids.min()) < 0 or int(ids.max()) >= self.cfg.d_vocab:
-            raise ValueError(
-                f"{name} has ids in [{int(ids.min())}, {int(ids.max())}] but the "
-                f"vocabulary has {self.cfg.d_vocab} words"
-            )
+        score = cfg.score if cfg.attention else None
+        self._init_read_out(score, cfg.d_model, cfg.d_vocab)  # score, W_c, W_U
 
     def _check_cells(self, cells) -> None:
-        expected = (self.cfg.side**2, self.cfg.d_model)
+        expected = (self.config.side**2, self.config.d_model)
         if not isinstance(cells, torch.Tensor) or cells.dim() != 3 or cells.shape[1:] != expected:
             got = tuple(cells.shape) if isinstance(cells, torch.Tensor) else type(cells).__name__
             raise ValueError(f"cells must be [batch, {expected[0]}, {expected[1]}], got {got}")
@@ -152,10 +130,10 @@ class Captioner(nn.Module):
     def start(self, cells: torch.Tensor) -> torch.Tensor:
         """The decoder's first state ``[1, batch, d_model]``, from the mean of the cells."""
         self._check_cells(cells)
-        return torch.tanh(self.W_init(cells.mean(dim=1))).unsqueeze(0)
+        return self._start(cells)
 
-    def _combine(self, s: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
-        return self.W_U(torch.tanh(self.W_c(torch.cat([context, s], dim=-1))))
+    def _start(self, cells: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.W_init(cells.mean(dim=1))).unsqueeze(0)
 
     def decode_step(self, prev: torch.Tensor, state: torch.Tensor, cells: torch.Tensor):
         """One step: previous words ``prev [batch]``, GRU ``state [1, batch, d_model]``,
@@ -164,38 +142,28 @@ class Captioner(nn.Module):
         self._check_cells(cells)
         out, state = self.decoder(self.W_E(prev).unsqueeze(1), state)
         s = out[:, 0]  # [batch, d_model]
-        if self.cfg.attention:
+        if self.config.attention:
             context, weights = attend(self.score, s, cells)  # [batch, d_model], [batch, cells]
         else:
             weights = torch.full(cells.shape[:2], 1.0 / cells.shape[1], device=cells.device)
             context = cells.mean(dim=1)
         return self._combine(s, context), state, weights
 
-    def _all_scores(self, s: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
-        """Scores of every step against every cell, ``[batch, tgt_pos, cells]``."""
-        if self.cfg.score == "dot":
-            return s @ cells.transpose(1, 2)
-        if self.cfg.score == "multiplicative":
-            return (s @ self.score.W) @ cells.transpose(1, 2)
-        hidden = torch.tanh(self.score.W_1(s).unsqueeze(2) + self.score.W_2(cells).unsqueeze(1))
-        return self.score.v(hidden).squeeze(-1)
-
     def decode(self, cells: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Teacher forcing from given cells: logits ``[batch, tgt_pos, d_vocab]``."""
         self._check_cells(cells)
-        self._check_ids(tgt_in, "tgt_in")
+        self._check_ids(tgt_in, "tgt_in", self.config.d_vocab, "words")
         if tgt_in.shape[0] != cells.shape[0]:
             raise ValueError(f"cells have batch {cells.shape[0]} but tgt_in {tgt_in.shape[0]}")
-        s, _ = self.decoder(self.W_E(tgt_in), self.start(cells))  # [batch, tgt_pos, d_model]
-        if self.cfg.attention:  # all steps at once: [batch, tgt_pos, cells]
-            weights = attention_weights(self._all_scores(s, cells))
+        s, _ = self.decoder(self.W_E(tgt_in), self._start(cells))  # [batch, tgt_pos, d_model]
+        if self.config.attention:  # all steps at once: [batch, tgt_pos, cells]
+            weights = attention_weights(self.all_scores(s, cells))
             context = weights @ cells  # [batch, tgt_pos, d_model]
         else:
             context = cells.mean(dim=1, keepdim=True).expand_as(s)
         return self._combine(s, context)
 
     def forward(self, images: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        self._check_ids(tgt_in, "tgt_in")
         return self.decode(self.encode(images), tgt_in)
 
     @torch.no_grad()
@@ -204,23 +172,9 @@ class Captioner(nn.Module):
         each row of ids ends with ``<eos>`` (when produced in time) then padding, and its
         weights are zeros after ``<eos>``. Reshape a row of weights to ``[side, side]`` to
         lay it over the picture."""
-        max_len = self.cfg.max_len if max_len is None else max_len
-        if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len <= 0:
-            raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+        max_len = self.config.max_len if max_len is None else positive_int(max_len, "max_len")
         cells = self.encode(images)
-        state = self.start(cells)
-        prev = torch.full((cells.shape[0],), self.cfg.bos_id, dtype=torch.long, device=cells.device)
-        done = torch.zeros_like(prev, dtype=torch.bool)
-        ids, all_weights = [], []
-        for _ in range(max_len):
-            logits, state, weights = self.decode_step(prev, state, cells)
-            prev = logits.argmax(dim=-1).masked_fill(done, self.cfg.pad_id)
-            ids.append(prev)
-            all_weights.append(weights.masked_fill(done[:, None], 0.0))
-            done = done | (prev == self.cfg.eos_id)
-            if bool(done.all()):
-                break
-        return torch.stack(ids, dim=1), torch.stack(all_weights, dim=1)
+        return self._greedy(self._start(cells), cells, cells.shape[0], cells.device, max_len)
 
 
 def caption_accuracy(predicted: torch.Tensor, reference: torch.Tensor, pad_id: int = 0):

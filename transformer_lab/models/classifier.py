@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from transformer_lab.checks import fraction, instance_of, integer, one_of, positive_number
 from transformer_lab.models.bert import BertModel
 from transformer_lab.nn.pooling import mean_pool
 
@@ -20,19 +21,15 @@ class SequenceClassifier(nn.Module):
         self, encoder: BertModel, n_classes: int, pooling: str = "cls", dropout: float = 0.1
     ):
         super().__init__()
-        if not isinstance(encoder, BertModel):
-            raise TypeError(f"encoder must be a BertModel, got {type(encoder).__name__}")
-        if not isinstance(n_classes, int) or isinstance(n_classes, bool) or n_classes < 2:
-            raise ValueError(f"n_classes must be an int >= 2, got {n_classes!r}")
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        instance_of(encoder, BertModel, "encoder")
+        integer(n_classes, "n_classes", minimum=2)
+        one_of(pooling, POOLINGS, "pooling")
+        fraction(dropout, "dropout", closed=False)
         self.encoder, self.n_classes, self.pooling = encoder, n_classes, pooling
         self.drop = nn.Dropout(dropout)
-        self.classifier = nn.Linear(encoder.cfg.d_model, n_classes)
+        self.classifier = nn.Linear(encoder.config.d_model, n_classes)
         with torch.no_grad():  # BERT's initialisation for the new layer
-            self.classifier.weight.normal_(0.0, encoder.cfg.init_std)
+            self.classifier.weight.normal_(0.0, encoder.config.init_std)
             self.classifier.bias.zero_()
 
     def features(self, input_ids, attention_mask=None, segment_ids=None) -> torch.Tensor:
@@ -59,9 +56,8 @@ class SequenceClassifier(nn.Module):
         """Optimizer groups: the head at ``lr``, the encoder at ``encoder_lr`` (default
         ``lr``); frozen parameters are left out."""
         encoder_lr = lr if encoder_lr is None else encoder_lr
-        for name, value in (("lr", lr), ("encoder_lr", encoder_lr)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        positive_number(lr, "lr")
+        positive_number(encoder_lr, "encoder_lr")
         head = [p for p in self.classifier.parameters() if p.requires_grad]
         body = [p for p in self.encoder.parameters() if p.requires_grad]
         groups = [{"params": head, "lr": lr, "name": "head"}]

@@ -6,7 +6,8 @@ stream) transform it; a final layer norm and the unembedding give next-token log
 unembedding is ``W_E`` transposed (weight tying, Press & Wolf 2017) unless
 ``tie_weights=False``. Each block is the package's :class:`~transformer_lab.nn.blocks.EncoderBlock`
 with ``norm_first=True`` and a causal mask, so hooks such as ``blocks.0.attn.pattern``
-work as everywhere else in the book.
+work as everywhere else in the book. With a :class:`~transformer_lab.nn.kv_cache.KVCache`
+the model runs on new tokens only, through the same blocks (hooks and dropout included).
 
 Loading real GPT-2 weights (needs network access once; the book itself never downloads)::
 
@@ -25,18 +26,25 @@ import math
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import check_token_batch
+from transformer_lab.checks import (
+    check_token_batch,
+    finite_number,
+    fraction,
+    instance_of,
+    one_of,
+    positive,
+    positive_int,
+)
 from transformer_lab.nn.blocks import EncoderBlock
 from transformer_lab.nn.feed_forward import ACTIVATIONS
-from transformer_lab.nn.functional import affine
+from transformer_lab.nn.kv_cache import KVCache
 from transformer_lab.nn.masks import causal_mask
 from transformer_lab.nn.norms import LayerNorm
 from transformer_lab.nn.positions import LearnedPositions
 
-__all__ = ["GPTConfig", "KVCache", "GPTBlock", "GPT"]
+__all__ = ["GPTConfig", "GPTBlock", "GPT"]
 
 
 @dataclass(frozen=True)
@@ -56,33 +64,18 @@ class GPTConfig:
     _d_mlp: int = field(init=False, repr=False, compare=False, default=0)
 
     def __post_init__(self):
-        def is_int(value):
-            return isinstance(value, int) and not isinstance(value, bool)
-
         for name in ("d_vocab", "n_ctx", "n_layers", "n_heads", "d_model"):
-            value = getattr(self, name)
-            if not is_int(value) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if self.d_mlp is not None and (not is_int(self.d_mlp) or self.d_mlp <= 0):
-            raise ValueError(f"d_mlp must be None or a positive int, got {self.d_mlp!r}")
+            positive_int(getattr(self, name), name)
+        if self.d_mlp is not None:
+            positive_int(self.d_mlp, "d_mlp")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(
-                f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}"
-            )
-        if not self.eps > 0:
-            raise ValueError(f"eps must be positive, got {self.eps!r}")
-        if not isinstance(self.tie_weights, bool):
-            raise TypeError(f"tie_weights must be a bool, got {self.tie_weights!r}")
-        if not (self.init_std > 0 and math.isfinite(self.init_std)):
-            raise ValueError(f"init_std must be a positive finite number, got {self.init_std!r}")
-        if not (self.eps > 0 and math.isfinite(self.eps)):
-            raise ValueError(f"eps must be a positive finite number, got {self.eps!r}")
-        if not isinstance(self.fused_norm, bool):
-            raise TypeError(f"fused_norm must be a bool, got {self.fused_norm!r}")
+        fraction(self.dropout, "dropout", closed=False)
+        one_of(self.activation, sorted(ACTIVATIONS), "activation")
+        positive(self.eps, "eps")
+        finite_number(self.init_std, "init_std", above=0)
+        instance_of(self.tie_weights, bool, "tie_weights")
+        instance_of(self.fused_norm, bool, "fused_norm")
         object.__setattr__(self, "_d_mlp", self.d_mlp or 4 * self.d_model)
 
     @property
@@ -95,57 +88,25 @@ class GPTConfig:
         return self._d_mlp
 
 
-class KVCache:
-    """Keys and values of the tokens seen so far, one ``(k, v)`` pair per layer, each
-    ``[batch, n_heads, pos, d_head]``. A new token then needs only its own query, key and
-    value: attention to the earlier tokens reads their cached keys and values."""
-
-    def __init__(self, n_layers: int):
-        if not isinstance(n_layers, int) or isinstance(n_layers, bool) or n_layers <= 0:
-            raise ValueError(f"n_layers must be a positive int, got {n_layers!r}")
-        self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers
-
-    @property
-    def length(self) -> int:
-        """How many positions are cached."""
-        first = self.layers[0]
-        return 0 if first is None else first[0].shape[-2]
-
-    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor):
-        """Append the new positions' ``k``, ``v`` and return the whole cached keys/values."""
-        old = self.layers[layer]
-        if old is not None and (old[0].shape[:2] != k.shape[:2] or old[0].shape[3] != k.shape[3]):
-            raise ValueError(
-                f"the cache holds [batch, n_heads, pos, d_head]={tuple(old[0].shape)} but the new "
-                f"keys are {tuple(k.shape)}; use model.new_cache() for another batch"
-            )
-        if old is not None:
-            k, v = torch.cat([old[0], k], dim=-2), torch.cat([old[1], v], dim=-2)
-        self.layers[layer] = (k, v)
-        return k, v
-
-
 class GPTBlock(EncoderBlock):
     """A pre-LN block with a causal mask (``x + attn(LN(x))``, then ``x + mlp(LN(x))``)
-    that can also run on new tokens only, reading earlier keys and values from a cache."""
+    that can also run on the newest positions only, reading earlier keys and values from a
+    :class:`~transformer_lab.nn.kv_cache.KVCache`."""
 
-    def forward_cached(self, x: torch.Tensor, cache: KVCache, layer: int) -> torch.Tensor:
+    def forward_cached(
+        self, x: torch.Tensor, cache: KVCache, layer: int, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``x [batch, new_pos, d_model]`` are the newest positions; ``cache`` holds the
-        keys and values of every earlier one and receives this call's."""
-        if not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
-        attn = self.attn
-        h = self.ln1(x)
-        q, k, v = attn._project_qkv(h)  # each [batch, n_heads, new_pos, d_head]
-        k, v = cache.update(layer, k, v)  # [batch, n_heads, key_pos, d_head]
-        mask = causal_mask(q.shape[-2], k.shape[-2], device=x.device)  # bottom-right aligned
-        z = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask
-        )  # [batch, n_heads, new_pos, d_head]
-        batch, _, new_pos, _ = z.shape
-        z = z.transpose(1, 2).reshape(batch, new_pos, attn.d_model)  # [batch, new_pos, d_model]
-        x = x + affine(z, attn.W_O, attn.b_O)
-        return x + self.mlp(self.ln2(x))
+        keys and values of every earlier one and receives this call's in layer ``layer``;
+        ``mask [new_pos, key_pos]`` (None: every key). The sublayers, hooks and dropout of
+        :meth:`forward`; only self-attention also reads the cache."""
+        instance_of(cache, KVCache, "cache")
+
+        def attend(h):  # the cached self-attention sublayer
+            return self.attn(h, mask=mask, need_weights=False, cache=cache, layer=layer)[0]
+
+        x = self.resid_mid(self._sublayer(self.resid_pre(x), self.ln1, attend, self.attn_out))
+        return self.resid_post(self._sublayer(x, self.ln2, self.mlp, self.mlp_out))
 
 
 class GPT(nn.Module):
@@ -154,12 +115,10 @@ class GPT(nn.Module):
 
     def __init__(self, config: GPTConfig):
         super().__init__()
-        if not isinstance(config, GPTConfig):
-            raise TypeError(f"config must be a GPTConfig, got {type(config).__name__}")
-        self.config = c = config
+        self.config = c = instance_of(config, GPTConfig, "config")
         self.W_E = nn.Parameter(torch.empty(c.d_vocab, c.d_model))  # token embeddings
         self.pos = LearnedPositions(c.n_ctx, c.d_model, init_std=c.init_std)  # W_pos
-        self.drop = nn.Dropout(c.dropout)
+        self.drop = nn.Dropout(c.dropout) if c.dropout else nn.Identity()  # no call when p = 0
         self.blocks = nn.ModuleList(
             GPTBlock(c.d_model, c.n_heads, c.mlp_width, dropout=c.dropout, norm_first=True,
                      activation=c.activation, eps=c.eps)
@@ -216,23 +175,17 @@ class GPT(nn.Module):
         after the cached ones, attend to the cached keys and values, and add their own to
         the cache. The logits equal those of running the whole sequence without a cache.
         """
-        if kv_cache is not None and not isinstance(kv_cache, KVCache):
-            raise TypeError(f"kv_cache must be a KVCache or None, got {type(kv_cache).__name__}")
-        if kv_cache is not None and len(kv_cache.layers) != len(self.blocks):
-            raise ValueError(
-                f"kv_cache has {len(kv_cache.layers)} layers but the model has {len(self.blocks)}"
-            )
-        offset = 0 if kv_cache is None else kv_cache.length
+        offset = KVCache.offset_of(kv_cache, len(self.blocks))  # positions already cached
         self._check_idx(idx, offset)
+        pos = idx.shape[1]
         x = self.drop(self.pos(self.W_E[idx], offset=offset))  # [batch, pos, d_model]
-        if kv_cache is None:
-            pos = idx.shape[1]
-            mask = self.mask[:pos, :pos]  # [pos, pos]
-            for block in self.blocks:
+        # the causal mask's rows of the new positions [pos, key_pos]; one token sees every key
+        mask = None if pos == 1 else self.mask[offset : offset + pos, : offset + pos]
+        for layer, block in enumerate(self.blocks):
+            if kv_cache is None:
                 x = block(x, mask)
-        else:
-            for layer, block in enumerate(self.blocks):
-                x = block.forward_cached(x, kv_cache, layer)
+            else:
+                x = block.forward_cached(x, kv_cache, layer, mask)
         return self.ln_f(x) @ self.unembed  # [batch, pos, d_vocab]
 
     def new_cache(self) -> KVCache:

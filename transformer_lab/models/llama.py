@@ -13,7 +13,8 @@ norm, a tied unembedding), with four parts changed:
   anywhere.
 
 ``model(ids)`` maps ``[batch, pos]`` token ids to logits ``[batch, pos, d_vocab]``. With a
-:class:`LlamaKVCache` it runs on new tokens only (cached generation equals uncached), so
+:class:`~transformer_lab.nn.kv_cache.KVCache` (the GPT's cache, here holding the shared
+key/value heads only) it runs on new tokens only (cached generation equals uncached), so
 :func:`transformer_lab.generation.sampling.generate` drives it like the GPT. Hooks as elsewhere:
 ``blocks.13.attn.pattern`` holds layer 13's weights ``[batch, n_heads, query_pos,
 key_pos]`` while a :func:`~transformer_lab.hooks.capture` is active.
@@ -27,19 +28,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from transformer_lab.checks import check_token_batch
+from transformer_lab.checks import check_token_batch, finite_number, instance_of, positive_int
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.attention import grouped_query_attention
 from transformer_lab.nn.feed_forward import SwiGLU
+from transformer_lab.nn.kv_cache import KVCache
 from transformer_lab.nn.masks import causal_mask
 from transformer_lab.nn.norms import RMSNorm
 from transformer_lab.nn.positions import apply_rotary, rotary_cos_sin
 
-__all__ = ["LlamaConfig", "LlamaKVCache", "LlamaAttention", "LlamaBlock", "Llama"]
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+__all__ = ["LlamaConfig", "LlamaAttention", "LlamaBlock", "Llama"]
 
 
 @dataclass(frozen=True)
@@ -58,9 +56,7 @@ class LlamaConfig:
 
     def __post_init__(self):
         for name in ("d_vocab", "n_ctx", "n_layers", "n_heads", "n_kv_heads", "d_model", "d_mlp"):
-            value = getattr(self, name)
-            if not _is_int(value) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            positive_int(getattr(self, name), name)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if (self.d_model // self.n_heads) % 2:
@@ -69,62 +65,14 @@ class LlamaConfig:
             raise ValueError(
                 f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}"
             )
-        for name in ("rope_base", "eps", "init_std"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-        if self.rope_base <= 1:
-            raise ValueError(f"rope_base must be > 1, got {self.rope_base!r}")
-        if not isinstance(self.tie_weights, bool):
-            raise TypeError(f"tie_weights must be a bool, got {self.tie_weights!r}")
+        finite_number(self.rope_base, "rope_base", above=1)
+        finite_number(self.eps, "eps", above=0)
+        finite_number(self.init_std, "init_std", above=0)
+        instance_of(self.tie_weights, bool, "tie_weights")
 
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
-
-
-def _check_config(config) -> None:
-    if not isinstance(config, LlamaConfig):
-        raise TypeError(f"config must be a LlamaConfig, got {type(config).__name__}")
-
-
-class LlamaKVCache:
-    """Keys (already rotated) and values of the tokens seen so far, one ``(k, v)`` pair per
-    layer, each ``[batch, n_kv_heads, pos, d_head]``: grouped-query attention caches only
-    the shared heads. ``padding`` keeps the ``[batch, pos]`` mask of real tokens when the
-    batch was padded."""
-
-    def __init__(self, n_layers: int):
-        if not _is_int(n_layers) or n_layers <= 0:
-            raise ValueError(f"n_layers must be a positive int, got {n_layers!r}")
-        self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * n_layers
-        self.padding: torch.Tensor | None = None
-
-    @property
-    def length(self) -> int:
-        """How many positions are cached."""
-        first = self.layers[0]
-        return 0 if first is None else first[0].shape[-2]
-
-    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor):
-        """Append the new positions' ``k``, ``v`` and return the whole cached keys/values."""
-        old = self.layers[layer]
-        if old is not None:
-            if old[0].shape[:2] != k.shape[:2] or old[0].shape[3] != k.shape[3]:
-                raise ValueError(
-                    f"the cache holds [batch, n_kv_heads, pos, d_head]={tuple(old[0].shape)} "
-                    f"but the new keys are {tuple(k.shape)}; "
-                    "use model.new_cache() for another batch"
-                )
-            k, v = torch.cat([old[0], k], dim=-2), torch.cat([old[1], v], dim=-2)
-        self.layers[layer] = (k, v)
-        return k, v
-
-    def num_bytes(self) -> int:
-        """Memory held by the cached keys and values."""
-        return sum(t.numel() * t.element_size() for kv in self.layers if kv for t in kv)
 
 
 class LlamaAttention(nn.Module):
@@ -136,8 +84,7 @@ class LlamaAttention(nn.Module):
 
     def __init__(self, config: LlamaConfig):
         super().__init__()
-        _check_config(config)
-        c = config
+        c = instance_of(config, LlamaConfig, "config")
         self.n_heads, self.n_kv_heads, self.d_head = c.n_heads, c.n_kv_heads, c.d_head
         self.W_Q = nn.Parameter(torch.empty(c.d_model, c.n_heads * c.d_head))
         self.W_K = nn.Parameter(torch.empty(c.d_model, c.n_kv_heads * c.d_head))
@@ -145,8 +92,9 @@ class LlamaAttention(nn.Module):
         self.W_O = nn.Parameter(torch.empty(c.n_heads * c.d_head, c.d_model))
         self.pattern, self.z = Hook(), Hook()
 
-    def forward(self, x, cos, sin, mask=None, cache=None, layer=0):
-        """``x [batch, pos, d_model]`` (the newest positions when ``cache`` is given)."""
+    def forward(self, x, cos, sin, mask=None, cache: KVCache | None = None, layer: int = 0):
+        """``x [batch, pos, d_model]`` (the newest positions when ``cache`` is given: their
+        rotated keys and values join the cache's layer ``layer``)."""
         batch, pos, _ = x.shape
         q = (x @ self.W_Q).view(batch, pos, self.n_heads, self.d_head).transpose(1, 2)
         k = (x @ self.W_K).view(batch, pos, self.n_kv_heads, self.d_head).transpose(1, 2)
@@ -167,14 +115,14 @@ class LlamaBlock(nn.Module):
 
     def __init__(self, config: LlamaConfig):
         super().__init__()
-        _check_config(config)
+        instance_of(config, LlamaConfig, "config")
         self.norm1 = RMSNorm(config.d_model, config.eps)
         self.attn = LlamaAttention(config)
         self.norm2 = RMSNorm(config.d_model, config.eps)
         self.mlp = SwiGLU(config.d_model, config.d_mlp, config.init_std)
 
-    def forward(self, x, cos, sin, mask=None, cache=None, layer=0):
-        x = x + self.attn(self.norm1(x), cos, sin, mask, cache, layer)
+    def forward(self, x, cos, sin, mask=None, cache: KVCache | None = None, layer: int = 0):
+        x = x + self.attn(self.norm1(x), cos, sin, mask, cache=cache, layer=layer)
         return x + self.mlp(self.norm2(x))
 
 
@@ -184,8 +132,7 @@ class Llama(nn.Module):
 
     def __init__(self, config: LlamaConfig):
         super().__init__()
-        _check_config(config)
-        self.config = c = config
+        self.config = c = instance_of(config, LlamaConfig, "config")
         self.W_E = nn.Parameter(torch.empty(c.d_vocab, c.d_model))  # token embeddings
         self.blocks = nn.ModuleList(LlamaBlock(c) for _ in range(c.n_layers))
         self.norm_f = RMSNorm(c.d_model, c.eps)
@@ -218,8 +165,8 @@ class Llama(nn.Module):
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def new_cache(self) -> LlamaKVCache:
-        return LlamaKVCache(self.config.n_layers)
+    def new_cache(self) -> KVCache:
+        return KVCache(self.config.n_layers)
 
     def _check_idx(self, idx, offset: int) -> None:
         check_token_batch(idx, self.config.n_ctx, self.config.d_vocab, offset)
@@ -227,7 +174,7 @@ class Llama(nn.Module):
     def forward(
         self,
         idx: torch.Tensor,
-        kv_cache: LlamaKVCache | None = None,
+        kv_cache: KVCache | None = None,
         attention_mask: torch.Tensor | None = None,
         *,
         last_only: bool = False,
@@ -242,15 +189,7 @@ class Llama(nn.Module):
         the last position only (``[batch, 1, d_vocab]``), all that generation needs: for a
         prompt it saves the largest product, ``d_model x d_vocab``, at every other position.
         """
-        if kv_cache is not None and not isinstance(kv_cache, LlamaKVCache):
-            raise TypeError(
-                f"kv_cache must be a LlamaKVCache or None, got {type(kv_cache).__name__}"
-            )
-        if kv_cache is not None and len(kv_cache.layers) != len(self.blocks):
-            raise ValueError(
-                f"kv_cache has {len(kv_cache.layers)} layers but the model has {len(self.blocks)}"
-            )
-        offset = 0 if kv_cache is None else kv_cache.length
+        offset = KVCache.offset_of(kv_cache, len(self.blocks))  # positions already cached
         self._check_idx(idx, offset)
         batch, pos = idx.shape
         padding = None if kv_cache is None else kv_cache.padding
@@ -280,7 +219,7 @@ class Llama(nn.Module):
         cos, sin = rotary_cos_sin(positions, self.config.d_head, self.config.rope_base)
         x = self.W_E[idx]  # [batch, pos, d_model]
         for layer, block in enumerate(self.blocks):
-            x = block(x, cos, sin, mask, kv_cache, layer)
+            x = block(x, cos, sin, mask, cache=kv_cache, layer=layer)
         if last_only:
             x = x[:, -1:]  # [batch, 1, d_model]
         return self.norm_f(x) @ self.unembed  # [batch, pos, d_vocab]

@@ -20,6 +20,8 @@ Because ``s_t`` does not depend on ``a_{t-1}``, teacher forcing runs the decoder
 the whole target at once and scores all steps with one matrix product
 (:meth:`Seq2Seq.all_scores`); :meth:`Seq2Seq.decode_step` does one step with
 :func:`transformer_lab.nn.scores.attend` (greedy decoding), and tests check they agree.
+The image captioner of :mod:`transformer_lab.models.captioner` decodes the same way and
+shares this module's read-out, batched scores and greedy loop.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from transformer_lab.checks import index_in, instance_of, one_of, positive_int
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.attention import attention_weights
 from transformer_lab.nn.scores import (
@@ -61,17 +64,12 @@ class Seq2SeqConfig:
 
     def __post_init__(self):
         for name in ("d_vocab_src", "d_vocab_tgt", "d_embed", "d_hidden", "max_len"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if self.cell not in _CELLS:
-            raise ValueError(f"cell must be one of {sorted(_CELLS)}, got {self.cell!r}")
-        if self.attention not in _SCORES:
-            raise ValueError(f"attention must be one of {_SCORES}, got {self.attention!r}")
+            positive_int(getattr(self, name), name)
+        one_of(self.cell, sorted(_CELLS), "cell")
+        one_of(self.attention, _SCORES, "attention")
+        shared = min(self.d_vocab_src, self.d_vocab_tgt)  # the ids both vocabularies have
         for name in ("pad_id", "bos_id", "eos_id"):
-            value = getattr(self, name)
-            if not 0 <= value < min(self.d_vocab_src, self.d_vocab_tgt):
-                raise ValueError(f"{name}={value} is outside the vocabularies")
+            index_in(getattr(self, name), shared, name, "a token of both vocabularies")
 
 
 @dataclass
@@ -83,7 +81,81 @@ class Memory:
     mask: torch.Tensor  # True at real source tokens [batch, src_pos]
 
 
-class Seq2Seq(nn.Module):
+class _RecurrentDecoder(nn.Module):
+    """What the recurrent decoders with attention share (:class:`Seq2Seq` and the
+    captioner): the read-out ``logits = W_U tanh(W_c [a; s])``, the scores of all steps at
+    once, the check of token ids and the greedy loop. A subclass has a ``config`` with
+    ``bos_id``, ``eos_id``, ``pad_id`` and ``max_len``, and a ``decode_step(prev, state,
+    memory) -> (logits, state, weights or None)``."""
+
+    def _init_read_out(self, score: str | None, d_state: int, d_vocab: int) -> None:
+        """The score module (None without attention), ``W_c`` and ``W_U``, made last in
+        ``__init__`` (their initial values then follow from the seed as before)."""
+        self.score = None if score is None else make_score(score, d_state, d_state)
+        self.W_c = nn.Linear(2 * d_state, d_state)
+        self.W_U = nn.Linear(d_state, d_vocab)
+
+    def _combine(self, s: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        """``logits = W_U tanh(W_c [a; s])``."""
+        return self.W_U(torch.tanh(self.W_c(torch.cat([context, s], dim=-1))))
+
+    def all_scores(self, s: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """Scores of every decoder step against every key at once:
+        ``s [batch, tgt_pos, d]``, ``keys [batch, key_pos, d]`` -> ``[batch, tgt_pos,
+        key_pos]``. The same numbers as calling ``self.score`` step by step (a test checks
+        it), as matrix products instead of one step at a time."""
+        score = self.score
+        if isinstance(score, DotScore):
+            return s @ keys.transpose(1, 2)
+        if isinstance(score, MultiplicativeScore):
+            return (s @ score.W) @ keys.transpose(1, 2)
+        if isinstance(score, AdditiveScore):
+            hidden = torch.tanh(score.W_1(s).unsqueeze(2) + score.W_2(keys).unsqueeze(1))
+            return score.v(hidden).squeeze(-1)  # hidden: [batch, tgt_pos, key_pos, d_attn]
+        raise TypeError(f"no batched form for score {type(score).__name__}")
+
+    @staticmethod
+    def _check_ids(ids, name: str, d_vocab: int, unit: str = "tokens") -> None:
+        """``ids`` must be a non-empty ``[batch, pos]`` tensor of ids in ``[0, d_vocab)``."""
+        if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int64, torch.int32):
+            got = getattr(ids, "dtype", type(ids).__name__)
+            raise TypeError(f"{name} must be a tensor of int64 or int32 token ids, got {got}")
+        if ids.dim() != 2 or 0 in ids.shape:
+            raise ValueError(
+                f"{name} must be a non-empty [batch, pos] tensor, got {tuple(ids.shape)}"
+            )
+        low, high = (int(t) for t in torch.aminmax(ids))
+        if low < 0 or high >= d_vocab:
+            raise ValueError(
+                f"{name} has ids in [{low}, {high}] but the vocabulary has {d_vocab} {unit}"
+            )
+
+    def _greedy(self, state, memory, batch: int, device, max_len: int):
+        """Greedy decoding from the decoder's first ``state``: feed back the most likely
+        token until every row has produced ``<eos>`` or ``max_len`` steps have run.
+
+        Returns ``(ids, weights)``: ``ids [batch, out_pos]`` without ``<bos>``, each row
+        ending with ``<eos>`` (when produced in time) then padding; ``weights [batch,
+        out_pos, key_pos]`` (zeros after a row's ``<eos>``), or None when the steps give none.
+        """
+        config = self.config
+        prev = torch.full((batch,), config.bos_id, dtype=torch.long, device=device)
+        done = torch.zeros(batch, dtype=torch.bool, device=device)
+        ids, all_weights = [], []
+        for _ in range(max_len):
+            logits, state, weights = self.decode_step(prev, state, memory)
+            prev = logits.argmax(dim=-1).masked_fill(done, config.pad_id)  # [batch]
+            ids.append(prev)
+            if weights is not None:
+                all_weights.append(weights.masked_fill(done[:, None], 0.0))
+            done = done | (prev == config.eos_id)
+            if bool(done.all()):
+                break
+        weights = torch.stack(all_weights, dim=1) if all_weights else None
+        return torch.stack(ids, dim=1), weights
+
+
+class Seq2Seq(_RecurrentDecoder):
     """Encoder-decoder RNN; ``model(src, tgt_in)`` returns logits ``[batch, tgt_pos, d_vocab_tgt]``.
 
     ``src`` is right-padded with ``pad_id``; ``tgt_in`` starts with ``bos_id``. The hook
@@ -93,36 +165,14 @@ class Seq2Seq(nn.Module):
 
     def __init__(self, cfg: Seq2SeqConfig):
         super().__init__()
-        if not isinstance(cfg, Seq2SeqConfig):
-            raise TypeError(f"cfg must be a Seq2SeqConfig, got {type(cfg).__name__}")
-        self.cfg = cfg
+        self.config = instance_of(cfg, Seq2SeqConfig, "cfg")
         rnn = _CELLS[cfg.cell]
         self.W_E_src = nn.Embedding(cfg.d_vocab_src, cfg.d_embed, padding_idx=cfg.pad_id)
         self.W_E_tgt = nn.Embedding(cfg.d_vocab_tgt, cfg.d_embed, padding_idx=cfg.pad_id)
         self.encoder = rnn(cfg.d_embed, cfg.d_hidden, batch_first=True)
         self.decoder = rnn(cfg.d_embed, cfg.d_hidden, batch_first=True)
-        self.score = (
-            None if cfg.attention is None else make_score(cfg.attention, cfg.d_hidden, cfg.d_hidden)
-        )
-        self.W_c = nn.Linear(2 * cfg.d_hidden, cfg.d_hidden)
-        self.W_U = nn.Linear(cfg.d_hidden, cfg.d_vocab_tgt)
+        self._init_read_out(cfg.attention, cfg.d_hidden, cfg.d_vocab_tgt)  # score, W_c, W_U
         self.pattern = Hook()
-
-    # --- checks ---------------------------------------------------------------------------
-    def _check_ids(self, ids: torch.Tensor, name: str, d_vocab: int) -> None:
-        if not isinstance(ids, torch.Tensor):
-            raise TypeError(f"{name} must be a tensor of token ids, got {type(ids).__name__}")
-        if ids.dtype not in (torch.int64, torch.int32):
-            raise TypeError(f"{name} must hold int64 or int32 token ids, got {ids.dtype}")
-        if ids.dim() != 2 or ids.shape[0] == 0 or ids.shape[1] == 0:
-            raise ValueError(
-                f"{name} must be a non-empty [batch, pos] tensor, got {tuple(ids.shape)}"
-            )
-        if int(ids.min()) < 0 or int(ids.max()) >= d_vocab:
-            raise ValueError(
-                f"{name} has ids in [{int(ids.min())}, {int(ids.max())}] but the vocabulary "
-                f"has {d_vocab} tokens"
-            )
 
     # --- encoder ----------------------------------------------------------------------------
     def encode(self, src: torch.Tensor, embedded: torch.Tensor | None = None) -> Memory:
@@ -132,19 +182,20 @@ class Seq2Seq(nn.Module):
         take gradients with respect to the source embeddings); ``src`` still gives the
         lengths. The final state is the state after each sequence's last real token.
         """
-        self._check_ids(src, "src", self.cfg.d_vocab_src)
-        mask = src != self.cfg.pad_id  # [batch, src_pos]
+        config = self.config
+        self._check_ids(src, "src", config.d_vocab_src)
+        mask = src != config.pad_id  # [batch, src_pos]
         lengths = mask.sum(dim=1)
         if bool((lengths == 0).any()):
             raise ValueError("every source needs at least one token that is not padding")
         if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
             raise ValueError("src must be right-padded: a real token follows padding")
         x = self.W_E_src(src) if embedded is None else embedded  # [batch, src_pos, d_embed]
-        if x.shape != (*src.shape, self.cfg.d_embed):
+        if x.shape != (*src.shape, config.d_embed):
             raise ValueError(
-                f"embedded has shape {tuple(x.shape)}, expected {(*src.shape, self.cfg.d_embed)}"
+                f"embedded has shape {tuple(x.shape)}, expected {(*src.shape, config.d_embed)}"
             )
-        if self.cfg.cell == "gru":
+        if config.cell == "gru":
             # a left-to-right RNN's states before the padding do not depend on it, so run
             # over the padded batch and pick each row's state after its last real token
             states, _ = self.encoder(x)  # [batch, src_pos, d_hidden]
@@ -158,30 +209,11 @@ class Seq2Seq(nn.Module):
         return Memory(states, final, mask)  # states: [batch, src_pos, d_hidden]
 
     # --- decoder ----------------------------------------------------------------------------
-    def _combine(self, s: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
-        """``logits = W_U tanh(W_c [a; s])``."""
-        return self.W_U(torch.tanh(self.W_c(torch.cat([context, s], dim=-1))))
-
     @staticmethod
     def _final_h(memory: Memory) -> torch.Tensor:
         """The encoder's last hidden state ``[batch, d_hidden]`` (for an LSTM, its h)."""
         final = memory.final[0] if isinstance(memory.final, tuple) else memory.final
         return final[0]
-
-    def all_scores(self, s: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """Scores of every decoder step against every encoder state at once:
-        ``s [batch, tgt_pos, d_hidden]``, ``keys [batch, src_pos, d_hidden]`` ->
-        ``[batch, tgt_pos, src_pos]``. The same numbers as calling ``self.score`` step by
-        step (a test checks it), as matrix products instead of one step at a time."""
-        score = self.score
-        if isinstance(score, DotScore):
-            return s @ keys.transpose(1, 2)
-        if isinstance(score, MultiplicativeScore):
-            return (s @ score.W) @ keys.transpose(1, 2)
-        if isinstance(score, AdditiveScore):
-            hidden = torch.tanh(score.W_1(s).unsqueeze(2) + score.W_2(keys).unsqueeze(1))
-            return score.v(hidden).squeeze(-1)  # hidden: [batch, tgt_pos, src_pos, d_attn]
-        raise TypeError(f"no batched form for score {type(score).__name__}")
 
     def decode_step(self, prev: torch.Tensor, state, memory: Memory):
         """One decoder step: previous tokens ``prev [batch]`` and RNN ``state`` ->
@@ -197,11 +229,10 @@ class Seq2Seq(nn.Module):
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: logits ``[batch, tgt_pos, d_vocab_tgt]`` for every position of
         ``tgt_in [batch, tgt_pos]`` (the target shifted right, starting with ``<bos>``)."""
-        self._check_ids(src, "src", self.cfg.d_vocab_src)
-        self._check_ids(tgt_in, "tgt_in", self.cfg.d_vocab_tgt)
+        memory = self.encode(src)  # checks src
+        self._check_ids(tgt_in, "tgt_in", self.config.d_vocab_tgt)
         if tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"src has batch {src.shape[0]} but tgt_in has batch {tgt_in.shape[0]}")
-        memory = self.encode(src)
         s, _ = self.decoder(self.W_E_tgt(tgt_in), memory.final)  # [batch, tgt_pos, d_hidden]
         if self.score is None:  # the same context, the final encoder state, at every step
             context = self._final_h(memory).unsqueeze(1).expand_as(s)
@@ -213,31 +244,16 @@ class Seq2Seq(nn.Module):
 
     @torch.no_grad()
     def greedy_decode(self, src: torch.Tensor, max_len: int | None = None):
-        """Greedy decoding: feed back the most likely token until ``<eos>`` or ``max_len``.
+        """Greedy decoding: feed back the most likely token until ``<eos>`` or ``max_len``
+        (default ``config.max_len``).
 
         Returns ``(ids, weights)``: ``ids [batch, out_pos]`` without ``<bos>``, each row
         ending with ``<eos>`` (when produced in time) then padding; ``weights [batch,
         out_pos, src_pos]`` of attention (zeros after a row's ``<eos>``), or None.
         """
-        max_len = self.cfg.max_len if max_len is None else max_len
-        if not isinstance(max_len, int) or max_len <= 0:
-            raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+        max_len = self.config.max_len if max_len is None else positive_int(max_len, "max_len")
         memory = self.encode(src)
-        batch = src.shape[0]
-        prev = torch.full((batch,), self.cfg.bos_id, dtype=torch.long, device=src.device)
-        done = torch.zeros(batch, dtype=torch.bool, device=src.device)
-        state, ids, all_weights = memory.final, [], []
-        for _ in range(max_len):
-            logits, state, weights = self.decode_step(prev, state, memory)
-            prev = logits.argmax(dim=-1).masked_fill(done, self.cfg.pad_id)  # [batch]
-            ids.append(prev)
-            if weights is not None:
-                all_weights.append(weights.masked_fill(done[:, None], 0.0))
-            done = done | (prev == self.cfg.eos_id)
-            if bool(done.all()):
-                break
-        weights = torch.stack(all_weights, dim=1) if all_weights else None
-        return torch.stack(ids, dim=1), weights
+        return self._greedy(memory.final, memory, src.shape[0], src.device, max_len)
 
     def greedy_ids(self, src: torch.Tensor) -> torch.Tensor:
         """Only the ids of :meth:`greedy_decode` (for ``numbers.predict``)."""

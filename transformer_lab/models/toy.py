@@ -8,6 +8,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from transformer_lab.checks import (
+    check_token_range,
+    instance_of,
+    non_negative_int,
+    one_of,
+    positive_int,
+    token_batch,
+)
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.blocks import EncoderBlock
 from transformer_lab.nn.masks import causal_mask
@@ -32,17 +40,13 @@ class ToyConfig:
 
     def __post_init__(self):
         for name in ("d_vocab", "n_answers", "d_model", "n_heads", "d_mlp", "max_pos"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not isinstance(self.n_layers, int) or self.n_layers < 0:
-            raise ValueError(f"n_layers must be a non-negative int, got {self.n_layers!r}")
+            positive_int(getattr(self, name), name)
+        non_negative_int(self.n_layers, "n_layers")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if self.positional not in ("sinusoidal", "learned", None):
-            raise ValueError(
-                f"positional must be 'sinusoidal', 'learned' or None, got {self.positional!r}"
-            )
+        one_of(self.positional, ("sinusoidal", "learned", None), "positional")
+        for name in ("norm_first", "causal"):
+            instance_of(getattr(self, name), bool, name)
 
 
 class TinyTransformer(nn.Module):
@@ -56,9 +60,7 @@ class TinyTransformer(nn.Module):
 
     def __init__(self, cfg: ToyConfig):
         super().__init__()
-        if not isinstance(cfg, ToyConfig):
-            raise TypeError(f"cfg must be a ToyConfig, got {type(cfg).__name__}")
-        self.cfg = cfg
+        self.config = instance_of(cfg, ToyConfig, "cfg")
         self.W_E = nn.Embedding(cfg.d_vocab, cfg.d_model)
         nn.init.normal_(self.W_E.weight, std=cfg.d_model**-0.5)
         if cfg.positional == "sinusoidal":
@@ -76,24 +78,17 @@ class TinyTransformer(nn.Module):
         self.embed = Hook()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not isinstance(x, torch.Tensor) or x.dtype not in (torch.int64, torch.int32):
-            got = getattr(x, "dtype", type(x).__name__)
-            raise TypeError(f"x must be a tensor of integer token ids, got {got}")
-        if x.dim() != 2 or x.shape[1] == 0:
-            raise ValueError(f"x must be [batch, pos] integer ids, got shape {tuple(x.shape)}")
-        low, high = (int(t) for t in torch.aminmax(x))
-        if low < 0 or high >= self.cfg.d_vocab:
-            raise ValueError(
-                f"x must be in [0, {self.cfg.d_vocab}), got values from {low} to {high}"
-            )
-        h = self.W_E(x) * math.sqrt(self.cfg.d_model)  # [batch, pos, d_model]
+        config = self.config
+        token_batch(x, "x")
+        check_token_range(x, config.d_vocab, "x")
+        h = self.W_E(x) * math.sqrt(config.d_model)  # [batch, pos, d_model]
         if self.pos is not None:
             h = self.pos(h)
         h = self.embed(h)
-        mask = causal_mask(x.shape[1], device=x.device) if self.cfg.causal else None
+        mask = causal_mask(x.shape[1], device=x.device) if config.causal else None
         for block in self.blocks:
             h = block(h, mask)  # [batch, pos, d_model]
         if self.ln_final is not None:
             h = self.ln_final(h)
         logits = self.W_U(h)  # [batch, pos, n_answers * d_vocab]
-        return logits.unflatten(-1, (self.cfg.n_answers, self.cfg.d_vocab))
+        return logits.unflatten(-1, (config.n_answers, config.d_vocab))

@@ -8,8 +8,18 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from transformer_lab.checks import (
+    check_token_range,
+    fraction,
+    index_in,
+    instance_of,
+    non_negative_int,
+    one_of,
+    positive_int,
+    token_batch,
+)
 from transformer_lab.hooks import Hook
-from transformer_lab.nn.blocks import DecoderBlock, EncoderBlock, check_memory
+from transformer_lab.nn.blocks import DecoderBlock, EncoderBlock
 from transformer_lab.nn.masks import causal_mask, combine_masks, padding_mask_from_ids
 from transformer_lab.nn.norms import LayerNorm
 from transformer_lab.nn.positions import LearnedPositions, SinusoidalPositions
@@ -36,38 +46,21 @@ class TransformerConfig:
     tie_embeddings: bool = False  # share the target embedding with the output projection
 
     def __post_init__(self):
-        def is_int(value):
-            return isinstance(value, int) and not isinstance(value, bool)
-
         for name in ("d_vocab_src", "d_vocab_tgt", "d_model", "n_heads", "d_mlp", "max_pos"):
-            value = getattr(self, name)
-            if not is_int(value) or value <= 0:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            positive_int(getattr(self, name), name)
         for name in ("n_layers_enc", "n_layers_dec"):
-            if not is_int(getattr(self, name)) or getattr(self, name) < 0:
-                raise ValueError(f"{name} must be a non-negative int, got {getattr(self, name)!r}")
+            non_negative_int(getattr(self, name), name)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be a number in [0, 1), got {self.dropout!r}")
+        fraction(self.dropout, "dropout", closed=False)
         for name in ("norm_first", "tie_embeddings"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
-        if self.final_norm is not None and not isinstance(self.final_norm, bool):
-            raise TypeError(f"final_norm must be None or a bool, got {self.final_norm!r}")
-        if self.pad_id is not None:
+            instance_of(getattr(self, name), bool, name)
+        instance_of(self.final_norm, (bool, type(None)), "final_norm", "None or a bool")
+        if self.pad_id is not None:  # the same id in both vocabularies
             smallest = min(self.d_vocab_src, self.d_vocab_tgt)
-            if not is_int(self.pad_id) or not 0 <= self.pad_id < smallest:
-                raise ValueError(
-                    f"pad_id must be None or an int in [0, {smallest}) (a token of both "
-                    f"vocabularies), got {self.pad_id!r}"
-                )
-        if self.positional not in ("sinusoidal", "learned"):
-            raise ValueError(
-                f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}"
-            )
-        if self.activation not in ("relu", "gelu"):
-            raise ValueError(f"activation must be 'relu' or 'gelu', got {self.activation!r}")
+            index_in(self.pad_id, smallest, "pad_id", "a token of both vocabularies")
+        one_of(self.positional, ("sinusoidal", "learned"), "positional")
+        one_of(self.activation, ("relu", "gelu"), "activation")
 
     @property
     def d_head(self) -> int:
@@ -81,17 +74,12 @@ class TransformerConfig:
         return dict(dropout=self.dropout, norm_first=self.norm_first, activation=self.activation)
 
 
-def _check_config(cfg) -> None:
-    if not isinstance(cfg, TransformerConfig):
-        raise TypeError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
-
-
 class Encoder(nn.Module):
     """A stack of encoder blocks (and a final layer norm when configured)."""
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        _check_config(cfg)
+        instance_of(cfg, TransformerConfig, "cfg")
         self.blocks = nn.ModuleList(
             EncoderBlock(cfg.d_model, cfg.n_heads, cfg.d_mlp, **cfg.block_kwargs())
             for _ in range(cfg.n_layers_enc)
@@ -109,7 +97,7 @@ class Decoder(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        _check_config(cfg)
+        instance_of(cfg, TransformerConfig, "cfg")
         self.blocks = nn.ModuleList(
             DecoderBlock(cfg.d_model, cfg.n_heads, cfg.d_mlp, **cfg.block_kwargs())
             for _ in range(cfg.n_layers_dec)
@@ -133,8 +121,7 @@ class EncoderDecoder(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        _check_config(cfg)
-        self.cfg = cfg
+        self.config = instance_of(cfg, TransformerConfig, "cfg")
         self.W_E_src = nn.Embedding(cfg.d_vocab_src, cfg.d_model)
         self.W_E_tgt = nn.Embedding(cfg.d_vocab_tgt, cfg.d_model)
         for emb in (self.W_E_src, self.W_E_tgt):
@@ -151,56 +138,49 @@ class EncoderDecoder(nn.Module):
         self.embed_src, self.embed_tgt, self.memory = Hook(), Hook(), Hook()
 
     @staticmethod
-    def _check_ids(ids, d_vocab: int) -> None:
-        if not isinstance(ids, torch.Tensor):
-            raise TypeError(f"token ids must be a torch.Tensor, got {type(ids).__name__}")
-        if ids.dtype not in (torch.int64, torch.int32):
-            raise TypeError(f"token ids must be int64 or int32, got {ids.dtype}")
-        if ids.dim() != 2 or ids.shape[1] == 0 or ids.shape[0] == 0:
-            raise ValueError(
-                f"token ids must be a non-empty [batch, pos] tensor, got {tuple(ids.shape)}"
-            )
-        low, high = int(ids.min()), int(ids.max())
-        if low < 0 or high >= d_vocab:
-            raise ValueError(
-                f"token ids must be in [0, {d_vocab}), got values from {low} to {high}"
-            )
+    def _check_ids(ids, name: str, d_vocab: int) -> None:
+        token_batch(ids, name)
+        check_token_range(ids, d_vocab)
 
     def _embed(self, ids, W_E, pos, offset=0):
-        self._check_ids(ids, W_E.num_embeddings)
         return self.drop(
-            pos(W_E(ids) * math.sqrt(self.cfg.d_model), offset)
+            pos(W_E(ids) * math.sqrt(self.config.d_model), offset)
         )  # [batch, pos, d_model]
+
+    def _padding(self, ids: torch.Tensor) -> torch.Tensor | None:
+        pad_id = self.config.pad_id
+        return None if pad_id is None else padding_mask_from_ids(ids, pad_id)
 
     def source_mask(self, src: torch.Tensor) -> torch.Tensor | None:
         """Padding mask of the source ``[batch, 1, 1, src_pos]`` (None without ``pad_id``)."""
-        self._check_ids(src, self.cfg.d_vocab_src)
-        return None if self.cfg.pad_id is None else padding_mask_from_ids(src, self.cfg.pad_id)
+        self._check_ids(src, "src", self.config.d_vocab_src)
+        return self._padding(src)
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Encoder output ``[batch, src_pos, d_model]`` for source ids ``[batch, src_pos]``."""
-        src_mask = self.source_mask(src) if src_mask is None else src_mask
+        self._check_ids(src, "src", self.config.d_vocab_src)
+        src_mask = self._padding(src) if src_mask is None else src_mask
         x = self.embed_src(self._embed(src, self.W_E_src, self.pos_src))
         return self.memory(self.encoder(x, src_mask))
 
     def decode(self, tgt, memory, src_mask=None, tgt_mask=None, offset: int = 0) -> torch.Tensor:
-        """Logits ``[batch, tgt_pos, d_vocab_tgt]`` for target ids given the encoder output.
+        """Logits ``[batch, tgt_pos, d_vocab_tgt]`` for target ids given the encoder output
+        ``memory`` (checked by the decoder blocks).
 
         ``tgt_mask`` defaults to the causal mask (and target padding when ``pad_id`` is
         set); ``src_mask`` is the source padding mask used by cross-attention.
         """
-        self._check_ids(tgt, self.cfg.d_vocab_tgt)
-        check_memory(memory)
+        self._check_ids(tgt, "tgt", self.config.d_vocab_tgt)
         if tgt_mask is None:
             tgt_mask = causal_mask(tgt.shape[1], device=tgt.device)
-            if self.cfg.pad_id is not None:
-                tgt_mask = combine_masks(tgt_mask, padding_mask_from_ids(tgt, self.cfg.pad_id))
+            if self.config.pad_id is not None:
+                tgt_mask = combine_masks(tgt_mask, self._padding(tgt))
         x = self.embed_tgt(self._embed(tgt, self.W_E_tgt, self.pos_tgt, offset))
         return self.W_U(self.decoder(x, memory, tgt_mask, src_mask))
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None) -> torch.Tensor:
-        src_mask = self.source_mask(src) if src_mask is None else src_mask
-        memory = self.encode(src, src_mask)
+        memory = self.encode(src, src_mask)  # checks src
+        src_mask = self._padding(src) if src_mask is None else src_mask
         return self.decode(tgt, memory, src_mask, tgt_mask)
 
     def load_torch_transformer(self, m: nn.Transformer) -> EncoderDecoder:
@@ -208,8 +188,10 @@ class EncoderDecoder(nn.Module):
         (the embeddings and output projection, which ``nn.Transformer`` lacks, stay ours)."""
         if not isinstance(m, nn.Transformer):
             raise TypeError(f"expected nn.Transformer, got {type(m).__name__}")
-        if m.d_model != self.cfg.d_model:
-            raise ValueError(f"torch model has d_model={m.d_model} but ours has {self.cfg.d_model}")
+        if m.d_model != self.config.d_model:
+            raise ValueError(
+                f"torch model has d_model={m.d_model} but ours has {self.config.d_model}"
+            )
         if len(m.encoder.layers) != len(self.encoder.blocks) or len(m.decoder.layers) != len(
             self.decoder.blocks
         ):

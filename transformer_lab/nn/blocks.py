@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from transformer_lab.checks import torch_tensor
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.feed_forward import FeedForward
 from transformer_lab.nn.multi_head import MultiHeadAttention
@@ -25,11 +26,7 @@ __all__ = ["EncoderBlock", "DecoderBlock"]
 def check_memory(memory) -> None:
     """Cross-attention needs the encoder output, a floating-point tensor
     ``[batch, src_pos, d_model]`` (``None`` would make it silently attend to the target)."""
-    if not isinstance(memory, torch.Tensor):
-        raise TypeError(
-            "memory (the encoder output [batch, src_pos, d_model]) must be a torch.Tensor, "
-            f"got {type(memory).__name__}"
-        )
+    torch_tensor(memory, "memory (the encoder output [batch, src_pos, d_model])")
     if memory.dim() != 3:
         raise ValueError(
             f"memory must be [batch, src_pos, d_model], got shape {tuple(memory.shape)}"
@@ -44,7 +41,7 @@ class _Block(nn.Module):
         self.mlp = FeedForward(d_model, d_mlp, activation=activation, dropout=dropout)
         self.ln1 = LayerNorm(d_model, eps)
         self.ln2 = LayerNorm(d_model, eps)
-        self.drop = nn.Dropout(dropout)
+        self.drop = nn.Dropout(dropout) if dropout else nn.Identity()  # no call when p = 0
         for name in ("resid_pre", "attn_out", "resid_mid", "mlp_out", "resid_post"):
             setattr(self, name, Hook())
 

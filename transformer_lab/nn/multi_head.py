@@ -5,10 +5,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from transformer_lab.checks import floating_tensor, fraction, positive_int
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.attention import scaled_dot_product_attention
 from transformer_lab.nn.functional import affine, autocast_on
-from transformer_lab.nn.masks import check_mask
+from transformer_lab.nn.kv_cache import KVCache
 
 __all__ = ["MultiHeadAttention"]
 
@@ -20,8 +21,9 @@ class MultiHeadAttention(nn.Module):
     ``d_head = d_model / n_heads`` features, attended per head, concatenated and projected
     by ``W_O``. Self-attention when ``key``/``value`` are omitted, cross-attention otherwise.
 
-    Hooks: ``q``, ``k``, ``v`` ``[batch, n_heads, pos, d_head]``, ``pattern``
-    ``[batch, n_heads, query_pos, key_pos]``, ``z`` (heads concatenated) and ``out``.
+    Hooks: ``q``, ``k``, ``v`` ``[batch, n_heads, pos, d_head]`` (with a key/value cache,
+    the new positions' only), ``pattern`` ``[batch, n_heads, query_pos, key_pos]``, ``z``
+    (heads concatenated) and ``out``.
     """
 
     def __init__(
@@ -35,16 +37,11 @@ class MultiHeadAttention(nn.Module):
         d_value_in: int | None = None,
     ):
         super().__init__()
-        if not isinstance(n_heads, int) or n_heads <= 0:
-            raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
-        if not isinstance(d_model, int) or d_model <= 0:
-            raise ValueError(f"d_model must be a positive int, got {d_model!r}")
+        positive_int(n_heads, "n_heads")
+        positive_int(d_model, "d_model")
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)):
-            raise TypeError(f"dropout must be a number in [0, 1), got {type(dropout).__name__}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        fraction(dropout, "dropout", closed=False)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.dropout = dropout
         d_key_in, d_value_in = d_key_in or d_model, d_value_in or d_model
@@ -81,6 +78,9 @@ class MultiHeadAttention(nn.Module):
         value: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
         need_weights: bool = True,
+        *,
+        cache: KVCache | None = None,
+        layer: int = 0,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query [batch, query_pos, d_model]`` to ``key``/``value``
         ``[batch, key_pos, d_*]`` (both default to ``query``).
@@ -91,12 +91,15 @@ class MultiHeadAttention(nn.Module):
         ``need_weights=False`` (the fused kernel then does the work) and nothing captures
         the pattern. A query with nothing to attend to gets a zero attention output
         (before ``W_O`` and its bias).
+
+        With a ``cache`` (:class:`~transformer_lab.nn.kv_cache.KVCache`, self-attention
+        only), ``query`` holds the newest positions: their keys and values join the
+        cache's layer ``layer`` and the queries attend to every cached position, so
+        ``key_pos`` counts the cached positions too.
         """
         key = query if key is None else key
         value = key if value is None else value
-        self._check(query, key, value)
-        if mask is not None:
-            check_mask(mask, (query.shape[0], self.n_heads, query.shape[1], key.shape[1]))
+        self._check(query, key, value, cache)
         if key is query and value is query:  # self-attention: Q, K, V in one product
             q, k, v = self._project_qkv(query)
         else:
@@ -104,6 +107,8 @@ class MultiHeadAttention(nn.Module):
             k = self._project(key, self.W_K, self.b_K)  # [batch, n_heads, key_pos, d_head]
             v = self._project(value, self.W_V, self.b_V)  # [batch, n_heads, key_pos, d_head]
         q, k, v = self.q(q), self.k(k), self.v(v)
+        if cache is not None:  # the earlier positions' keys and values, then these
+            k, v = cache.update(layer, k, v)  # [batch, n_heads, key_pos, d_head]
         want = need_weights or self.pattern.active
         p = self.dropout if self.training else 0.0
         z, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p, need_weights=want)
@@ -115,26 +120,16 @@ class MultiHeadAttention(nn.Module):
         out = affine(z, self.W_O, self.b_O)  # [batch, query_pos, d_model]
         return self.out(out), (weights if need_weights else None)
 
-    def _check(self, query, key, value):
-        for name, t, d in (
-            ("query", query, self.W_Q.shape[0]),
-            ("key", key, self.W_K.shape[0]),
-            ("value", value, self.W_V.shape[0]),
-        ):
-            if not isinstance(t, torch.Tensor):
-                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-            if not t.is_floating_point():
-                raise TypeError(f"{name} must be floating point, got dtype {t.dtype}")
-            if t.dim() != 3:
-                raise ValueError(
-                    f"{name} must be [batch, pos, d_model], got shape {tuple(t.shape)}"
-                )
-            if t.shape[-1] != d:
-                raise ValueError(f"{name} has {t.shape[-1]} features but the layer expects {d}")
-            if t.shape[1] == 0:
-                raise ValueError(f"{name} is an empty sequence (pos=0)")
-            if t.dtype != self.W_Q.dtype and not autocast_on(t):
-                raise TypeError(f"{name} has dtype {t.dtype} but the weights {self.W_Q.dtype}")
+    def _check(self, query, key, value, cache):
+        """The inputs' types and sizes (the mask is checked with the scores' shape by
+        ``scaled_dot_product_attention``); self-attention checks its one input once."""
+        self._check_input("query", query, self.W_Q.shape[0])
+        if key is query and value is query:
+            return
+        if cache is not None:
+            raise ValueError("a key/value cache is for self-attention: pass no key or value")
+        self._check_input("key", key, self.W_K.shape[0])
+        self._check_input("value", value, self.W_V.shape[0])
         if key.shape[:2] != value.shape[:2]:
             raise ValueError(
                 f"key is [batch, key_pos]={tuple(key.shape[:2])} "
@@ -142,6 +137,15 @@ class MultiHeadAttention(nn.Module):
             )
         if query.shape[0] != key.shape[0]:
             raise ValueError(f"query has batch={query.shape[0]} but key has batch={key.shape[0]}")
+
+    def _check_input(self, name, t, d):
+        floating_tensor(t, name, 3, "[batch, pos, d_model]")
+        if t.shape[-1] != d:
+            raise ValueError(f"{name} has {t.shape[-1]} features but the layer expects {d}")
+        if t.shape[1] == 0:
+            raise ValueError(f"{name} is an empty sequence (pos=0)")
+        if t.dtype != self.W_Q.dtype and not autocast_on(t):
+            raise TypeError(f"{name} has dtype {t.dtype} but the weights {self.W_Q.dtype}")
 
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:
