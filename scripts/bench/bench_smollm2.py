@@ -2,7 +2,7 @@
 
 Measures, on this machine:
 
-- loading: ``transformer_lab.pretrained.minilm.smollm2()`` in a fresh Python process, its wall
+- loading: ``transformer_lab.pretrained.smollm2.smollm2()`` in a fresh Python process, its wall
   time and the process's peak resident memory (``ru_maxrss``); the same for transformers'
   ``LlamaForCausalLM.from_pretrained(..., gguf_file=...)`` for reference;
 - generation: greedy decoding of ``--new-tokens`` tokens after the same chat prompt, with
@@ -28,7 +28,7 @@ import json, resource, time
 t0 = time.perf_counter()
 import torch
 torch.set_num_threads({threads})
-from transformer_lab.pretrained.minilm import smollm2
+from transformer_lab.pretrained.smollm2 import smollm2
 t1 = time.perf_counter()
 model, tok = smollm2()
 t2 = time.perf_counter()
@@ -82,8 +82,7 @@ def main(argv: list[str] | None = None) -> dict:
     import transformers
 
     from transformer_lab.generation.sampling import generate
-    from transformer_lab.pretrained.minilm import smollm2
-    from transformer_lab.pretrained.smollm2 import smollm2_path
+    from transformer_lab.pretrained.smollm2 import smollm2, smollm2_path
 
     torch.set_num_threads(args.threads)
     model, tok = smollm2()

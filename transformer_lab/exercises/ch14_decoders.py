@@ -4,7 +4,7 @@
 :func:`transformer_lab.nn.norms.rms_norm` and names the usual mistakes (the mean subtracted
 as in layer norm, ``eps`` outside the square root, the sum instead of the mean).
 :func:`check_kv_cache_bytes` checks a formula for the memory the key/value cache holds,
-against :meth:`transformer_lab.models.llama.LlamaKVCache.num_bytes` on real caches.
+against :meth:`transformer_lab.nn.kv_cache.KVCache.num_bytes` on real caches.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _cache_bytes(config: LlamaConfig, n_tokens: int, batch: int) -> int:
 
 def check_kv_cache_bytes(fn, *, strict: bool = False, verbose: bool = True) -> CheckResult:
     """Check ``fn(config, n_tokens, batch)``: the bytes of float32 keys and values that a
-    :class:`~transformer_lab.models.llama.LlamaKVCache` holds after ``n_tokens`` tokens of
+    :class:`~transformer_lab.nn.kv_cache.KVCache` holds after ``n_tokens`` tokens of
     ``batch`` sequences, compared with real caches of small models."""
 
     def body():

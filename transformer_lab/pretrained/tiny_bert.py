@@ -43,7 +43,7 @@ def tiny_bert_info(directory: str | Path = DATA_DIR) -> dict:
     """The JSON written beside the shipped checkpoint: config, recipe, held-out numbers."""
     path = Path(directory) / INFO
     if not path.is_file():
-        raise ValueError(f"no {INFO} in {directory}; run scripts/pretrain_tiny_bert.py")
+        raise ValueError(f"no {INFO} in {directory}; run scripts/experiments/pretrain_tiny_bert.py")
     return json.loads(path.read_text())
 
 

@@ -1,6 +1,6 @@
 """A tiny BERT pretrained on Shakespeare, shipped with the package.
 
-:func:`load_tiny_bert` returns the checkpoint that ``scripts/pretrain_tiny_bert.py``
+:func:`load_tiny_bert` returns the checkpoint that ``scripts/experiments/pretrain_tiny_bert.py``
 wrote: a :class:`~transformer_lab.models.bert.BertForPreTraining` (its encoder is
 ``model.bert``) and the WordPiece tokenizer it was trained with. The files lie in
 ``transformer_lab/assets/``: ``tiny_bert.safetensors`` (weights), ``tiny_bert_tokenizer.json``

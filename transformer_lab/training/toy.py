@@ -34,7 +34,8 @@ __all__ = ["toy_loss", "train_toy", "accuracy"]
 def _check_toy_model(model) -> None:
     if not isinstance(model, nn.Module) or not hasattr(model, "config"):
         raise TypeError(
-            f"model must be a TinyTransformer (an nn.Module with a cfg), got {type(model).__name__}"
+            "model must be a TinyTransformer (an nn.Module with a config), "
+            f"got {type(model).__name__}"
         )
 
 

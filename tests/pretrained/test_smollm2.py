@@ -2,7 +2,7 @@
 Hugging Face transformers' LlamaForCausalLM and tokenizer read from the same GGUF file.
 
 Everything heavy happens once per module: the file is read once (the ``contents`` fixture;
-``pretrained.smollm2()`` is run on it), transformers' model is loaded once, and each side's
+``gl.smollm2()`` is run on it), transformers' model is loaded once, and each side's
 logits for the prompts are computed once (``logits`` fixture), in inference mode. Float32
 tolerance on the logits: atol 1e-4; the largest difference seen is printed (``pytest -s``).
 """
@@ -18,7 +18,6 @@ import torch
 from transformer_lab.generation.sampling import generate
 from transformer_lab.hooks import capture
 from transformer_lab.models.llama import Llama
-from transformer_lab.pretrained import minilm as pretrained
 from transformer_lab.pretrained import smollm2 as gl
 from transformer_lab.pretrained.tokenizers import GGUFTokenizer
 
@@ -60,10 +59,10 @@ def contents():
 
 @pytest.fixture(scope="module")
 def ours(contents):
-    """``pretrained.smollm2()`` itself, on the contents read once for the module."""
+    """``gl.smollm2()`` itself, on the contents read once for the module."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(gl, "read_gguf", lambda path: contents)
-        return pretrained.smollm2()
+        return gl.smollm2()
 
 
 @pytest.fixture(scope="module")
@@ -241,9 +240,8 @@ def test_it_animal_head_equals_transformers(ours, hf):
 
 
 def test_public_contract(ours):
-    """What other tools rely on: pretrained.smollm2() -> (model, tokenizer)."""
+    """What other tools rely on: gl.smollm2() -> (model, tokenizer)."""
     model, tok = ours
-    assert pretrained.smollm2 is gl.smollm2
     ids = tok.encode("Hello there, model.")
     assert isinstance(ids, list) and all(isinstance(i, int) for i in ids)
     assert tok.decode(ids) == "Hello there, model."

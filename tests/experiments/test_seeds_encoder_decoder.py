@@ -17,7 +17,7 @@ from script_loader import load_script
 
 from transformer_lab.data import numbers
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "book" / "11_encoder_decoder.md"
 ROW = re.compile(r"^\| (\d+) \| (\d+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", re.M)
 

@@ -11,7 +11,7 @@ from script_loader import load_script
 
 from transformer_lab.viz import architecture as A
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
 toc_files = load_script("site/sync_notebooks").toc_files
 

@@ -19,7 +19,7 @@ from transformer_lab.viz.timeline import (
 
 matplotlib.use("Agg")
 
-BIB = Path(__file__).resolve().parent.parent / "book" / "references.bib"
+BIB = Path(__file__).resolve().parents[2] / "book" / "references.bib"
 
 
 def bib_entries() -> dict[str, str]:

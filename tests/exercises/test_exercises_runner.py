@@ -15,7 +15,7 @@ from transformer_lab import exercises as ex
 from transformer_lab.exercises import runner
 from transformer_lab.exercises.runner import WrongAnswer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "transformer_lab"
 EXERCISES = PACKAGE / "exercises"
 CHAPTER_MODULES = [

@@ -26,7 +26,7 @@ from transformer_lab.pretrained import tiny_bert as TB_FILES
 from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training import tiny_bert as TB
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FILES = (TB_FILES.WEIGHTS, TB_FILES.TOKENIZER, TB_FILES.INFO)
 
 

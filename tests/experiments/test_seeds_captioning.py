@@ -10,7 +10,7 @@ from pathlib import Path
 
 from script_loader import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "book" / "03_seq2seq_attention.md"
 
 

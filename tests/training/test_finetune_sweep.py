@@ -26,7 +26,7 @@ from transformer_lab.data.genres import genre_task, sample_labelled
 from transformer_lab.device import num_threads
 from transformer_lab.training.finetune import encode_features, tokenize_labelled
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 JSON = ROOT / "transformer_lab" / "assets" / "finetune_sweep.json"
 
 
@@ -64,7 +64,7 @@ def test_the_sweep_is_complete(shipped, sweep):
         assert set(grid.values()) == {len(run["seeds"])}
         assert len(grid) == len(sweep.METHODS) * len(run["label_counts"])
         assert all(
-            c.startswith("nice -n 10 .venv/bin/python scripts/finetune_sweep.py")
+            c.startswith("nice -n 10 .venv/bin/python scripts/experiments/finetune_sweep.py")
             for c in run["commands"]
         )
         assert run["cpu_seconds"] <= run["seconds"] + 60

@@ -1,0 +1,142 @@
+"""Bad inputs to transformer_lab.analysis.
+
+Each case: a callable, a call that must fail, the error type and a fragment of the
+message (run by ``tests/test_bad_inputs.py``)."""
+
+from bad_input_support import (  # noqa: F401
+    ANALYSIS_HEAD_PATTERNS,
+    PA,
+    TK,
+    E,
+    case,
+    f,
+    ids,
+    np,
+    torch,
+)
+
+case(
+    E.one_hot,
+    lambda: E.one_hot(ids(1, 5), 3),
+    ValueError,
+    "indices must be in 0..2, got values from 1 to 5",
+)
+
+case(
+    E.one_hot, lambda: E.one_hot(f(3), 3), TypeError, "indices must be integers, got torch.float32"
+)
+
+case(
+    E.one_hot,
+    lambda: E.one_hot(ids(1), 0),
+    ValueError,
+    "vocab_size must be a positive int, got 0",
+)
+
+case(
+    E.cosine_similarity,
+    lambda: E.cosine_similarity(f(3), f(4)),
+    ValueError,
+    "a has 3 features but b has 4",
+)
+
+case(
+    E.cosine_similarity,
+    lambda: E.cosine_similarity([1.0], f(1)),
+    TypeError,
+    "a must be a floating-point tensor, got list",
+)
+
+case(
+    E.euclidean_distance,
+    lambda: E.euclidean_distance(f(2, 3), f(4, 3)),
+    ValueError,
+    "shapes (2, 3) and (4, 3) do not broadcast together",
+)
+
+case(
+    E.nearest,
+    lambda: E.nearest("a", f(4, 2), TK.Vocabulary("abcd"), k=0),
+    ValueError,
+    "k must be an int in [1, 3], got 0",
+)
+
+case(
+    E.nearest,
+    lambda: E.nearest("z", f(4, 2), TK.Vocabulary("abcd")),
+    ValueError,
+    "k must be an int in [1, 3], got 5",
+)
+
+case(
+    ANALYSIS_HEAD_PATTERNS.head_pattern_scores,
+    lambda: ANALYSIS_HEAD_PATTERNS.head_pattern_scores([f(1, 2, 3, 3)], ["a", "b"]),
+    ValueError,
+    "2 tokens for attention over 3 positions",
+)
+
+case(
+    ANALYSIS_HEAD_PATTERNS.bag_of_words_scores,
+    lambda: ANALYSIS_HEAD_PATTERNS.bag_of_words_scores([f(1, 2, 3, 3)], ["[CLS]", "a", "[SEP]"]),
+    ValueError,
+    "need at least 2 tokens besides [CLS], [SEP] and [PAD], got 1",
+)
+
+case(
+    ANALYSIS_HEAD_PATTERNS.bag_of_words_scores,
+    lambda: ANALYSIS_HEAD_PATTERNS.bag_of_words_scores([f(1, 2, 3, 3)], ["a", "b"]),
+    ValueError,
+    "2 tokens for attention over 3 positions",
+)
+
+case(
+    ANALYSIS_HEAD_PATTERNS.top_heads,
+    lambda: ANALYSIS_HEAD_PATTERNS.top_heads(np.zeros(3)),
+    ValueError,
+    "scores must be [n_layers, n_heads], got shape (3,)",
+)
+
+case(
+    ANALYSIS_HEAD_PATTERNS.top_heads,
+    lambda: ANALYSIS_HEAD_PATTERNS.top_heads(np.zeros((2, 2)), k=0),
+    ValueError,
+    "k must be a positive int, got 0",
+)
+
+case(
+    E.nearest,
+    lambda: E.nearest(f(3), f(4, 2), TK.Vocabulary(["a", "b", "c", "d"]), k=2),
+    ValueError,
+    "a query vector must be [d_model]=[2], got (3,)",
+)
+
+case(PA.interleaved_medians, lambda: PA.interleaved_medians({}), ValueError, "fns is empty")
+
+case(PA.longest_chain, lambda: PA.longest_chain(None), TypeError, "output must be a torch.Tensor")
+
+case(PA.multiply_adds, lambda: PA.multiply_adds(None), TypeError, "not callable")
+
+case(E.pca_2d, lambda: E.pca_2d(f(2, 3)), ValueError, "n >= 3 rows and d >= 2, got (2, 3)")
+
+case(E.pca_2d, lambda: E.pca_2d(ids(1, 2, 3)), TypeError, "X must be a floating-point tensor")
+
+case(
+    E.group_separation,
+    lambda: E.group_separation(f(3, 2), ["a", "b"]),
+    ValueError,
+    "2 labels for 3 rows",
+)
+
+case(
+    E.analogy,
+    lambda: E.analogy("a", "b", "z", f(4, 2), TK.Vocabulary("abcd")),
+    ValueError,
+    "not single tokens of the vocabulary: ['z']",
+)
+
+case(
+    E.analogy_rank,
+    lambda: E.analogy_rank("a", "b", "c", "a", f(4, 2), TK.Vocabulary("abcd")),
+    ValueError,
+    "expected='a' is one of the question's words",
+)

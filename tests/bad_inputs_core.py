@@ -1,0 +1,169 @@
+"""Bad inputs to the modules at the top of the package.
+
+Each case: a callable, a call that must fail, the error type and a fragment of the
+message (run by ``tests/test_bad_inputs.py``)."""
+
+import torch
+from bad_input_support import (  # noqa: F401
+    DV,
+    H,
+    case,
+    gpt,
+    ids,
+    nn,
+)
+
+from transformer_lab import checks as CH
+
+case(
+    DV.device,
+    lambda: DV.device("gpu"),
+    ValueError,
+    "prefer must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
+)
+
+case(DV.device, lambda: DV.device("cuda:99"), ValueError, "prefer='cuda:99' but ")
+
+case(
+    DV.device,
+    lambda: DV.device(3),
+    TypeError,
+    "prefer must be a device name such as 'cpu', got int",
+)
+
+case(
+    DV.seed_everything, lambda: DV.seed_everything(1.5), TypeError, "seed must be an int, got float"
+)
+
+case(DV.seed_everything, lambda: DV.seed_everything(-1), ValueError, "seed must be >= 0, got -1")
+
+case(
+    DV.check_device,
+    lambda: DV.check_device("tpu:x"),
+    ValueError,
+    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'tpu:x'",
+)
+
+case(H.Hook, lambda: H.Hook()(None), TypeError, "a hook passes tensors through, got NoneType")
+
+case(
+    H.capture,
+    lambda: H.capture(None).__enter__(),
+    TypeError,
+    "model must be an nn.Module, got NoneType",
+)
+
+case(
+    H.capture,
+    lambda: H.capture(gpt(), "no.such.hook").__enter__(),
+    ValueError,
+    "no hook matches ['no.such.hook']; available: ['blocks.0.attn.q',",
+)
+
+case(
+    H.run_with_cache,
+    lambda: H.run_with_cache(gpt(), ids([1, 2]), names=["nope"]),
+    ValueError,
+    "no hook matches ['nope']; available: ['blocks.0.attn.q',",
+)
+
+
+# --- the shared argument checks and evaluation mode ------------------------------------------
+
+case(CH.integer, lambda: CH.integer(1.5, "n"), TypeError, "n must be an int, got float")
+case(CH.integer, lambda: CH.integer(True, "n"), TypeError, "n must be an int, got bool")
+case(CH.integer, lambda: CH.integer(2, "n", minimum=3), ValueError, "n must be >= 3, got 2")
+case(
+    CH.positive_int,
+    lambda: CH.positive_int(0, "d_model"),
+    ValueError,
+    "d_model must be a positive int, got 0",
+)
+case(
+    CH.positive_int, lambda: CH.positive_int(True, "d_model"), ValueError, "positive int, got True"
+)
+case(
+    CH.non_negative_int,
+    lambda: CH.non_negative_int(-1, "k"),
+    ValueError,
+    "k must be a non-negative int",
+)
+case(
+    CH.positive_number,
+    lambda: CH.positive_number(0.0, "lr"),
+    ValueError,
+    "lr must be a positive number",
+)
+case(
+    CH.positive_number,
+    lambda: CH.positive_number(float("inf"), "lr"),
+    ValueError,
+    "lr must be a positive",
+)
+case(
+    CH.non_negative_number,
+    lambda: CH.non_negative_number(-0.5, "wd"),
+    ValueError,
+    "wd must be a non-negative number",
+)
+case(CH.finite_number, lambda: CH.finite_number(float("nan"), "x"), ValueError, "x must be")
+case(CH.fraction, lambda: CH.fraction(1.5, "p"), ValueError, "p must be in [0, 1], got 1.5")
+case(CH.fraction, lambda: CH.fraction(1.0, "p", closed=False), ValueError, "p must be in [0, 1)")
+case(
+    CH.one_of,
+    lambda: CH.one_of("tanh", ("relu", "gelu"), "activation"),
+    ValueError,
+    "activation must be one of",
+)
+case(CH.instance_of, lambda: CH.instance_of(3, str, "name"), TypeError, "name must be")
+case(CH.torch_module, lambda: CH.torch_module(3, nn.Linear), TypeError, "Linear")
+case(
+    CH.torch_tensor,
+    lambda: CH.torch_tensor([1, 2], "x"),
+    TypeError,
+    "x must be a torch.Tensor, got list",
+)
+case(
+    CH.floating_tensor,
+    lambda: CH.floating_tensor(torch.ones(2, dtype=torch.long), "x"),
+    TypeError,
+    "x must be a floating-point tensor",
+)
+case(
+    CH.floating_tensor,
+    lambda: CH.floating_tensor(torch.ones(2), "x", dim=2, shape="[pos, d]"),
+    ValueError,
+    "x must be [pos, d]",
+)
+case(CH.token_ids, lambda: CH.token_ids(torch.ones(2), "idx"), TypeError, "idx must be")
+case(
+    CH.token_batch,
+    lambda: CH.token_batch(torch.ones(2, dtype=torch.long), "idx"),
+    ValueError,
+    "idx must be",
+)
+case(
+    CH.check_labels,
+    lambda: CH.check_labels(torch.tensor([0, 3]), 3),
+    ValueError,
+    "labels must be in [0, 3)",
+)
+case(CH.check_labels, lambda: CH.check_labels(torch.ones(2), 3), TypeError, "integer class ids")
+case(
+    CH.check_token_batch,
+    lambda: CH.check_token_batch(torch.ones(1, 9, dtype=torch.long), 8, 10),
+    ValueError,
+    "8",
+)
+case(
+    CH.check_token_range,
+    lambda: CH.check_token_range(torch.tensor([0, 10]), 10),
+    ValueError,
+    "token ids",
+)
+case(
+    DV.evaluating,
+    lambda: DV.evaluating(None).__enter__(),
+    TypeError,
+    "model must be a torch.nn.Module",
+)

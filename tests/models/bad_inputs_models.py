@@ -1,0 +1,332 @@
+"""Bad inputs to transformer_lab.models.
+
+Each case: a callable, a call that must fail, the error type and a fragment of the
+message (run by ``tests/test_bad_inputs.py``)."""
+
+from bad_input_support import (  # noqa: F401
+    BE,
+    CAP,
+    GP,
+    KV,
+    LL,
+    LLAMA_SMALL,
+    MODELS_TOY,
+    TR,
+    R,
+    bert,
+    captioner,
+    case,
+    enc_dec,
+    f,
+    gpt,
+    ids,
+    llama,
+    nn,
+    s2s,
+    torch,
+    toy,
+)
+
+case(
+    TR.EncoderDecoder,
+    lambda: enc_dec().decode(ids([1, 2]), None),
+    TypeError,
+    "memory (the encoder output [batch, src_pos, d_model]) must be a torch.Tensor, got NoneType",
+)
+
+case(
+    GP.GPT,
+    lambda: gpt()(ids([1, -1])),
+    ValueError,
+    "idx must be in [0, 11), got values from -1 to 1",
+)
+
+case(
+    GP.GPT,
+    lambda: gpt()(ids([1, 11])),
+    ValueError,
+    "idx must be in [0, 11), got values from 1 to 11",
+)
+
+case(
+    MODELS_TOY.TinyTransformer,
+    lambda: toy()(ids([0, -1])),
+    ValueError,
+    "x must be in [0, 6), got values from -1 to 0",
+)
+
+case(
+    TR.TransformerConfig,
+    lambda: TR.TransformerConfig(0, 5),
+    ValueError,
+    "d_vocab_src must be a positive int, got 0",
+)
+
+case(
+    TR.Encoder, lambda: TR.Encoder(None), TypeError, "cfg must be a TransformerConfig, got NoneType"
+)
+
+case(
+    TR.Decoder,
+    lambda: TR.Decoder({"d_model": 8}),
+    TypeError,
+    "cfg must be a TransformerConfig, got dict",
+)
+
+case(
+    TR.EncoderDecoder,
+    lambda: TR.EncoderDecoder(None),
+    TypeError,
+    "cfg must be a TransformerConfig, got NoneType",
+)
+
+case(
+    TR.EncoderDecoder,
+    lambda: enc_dec()(ids([1, 9]), ids([1, 2])),
+    ValueError,
+    "token ids must be in [0, 9), got values from 1 to 9",
+)
+
+case(
+    TR.EncoderDecoder,
+    lambda: enc_dec().load_torch_transformer(nn.TransformerEncoderLayer(8, 2, 16)),
+    TypeError,
+    "expected nn.Transformer, got TransformerEncoderLayer",
+)
+
+case(
+    TR.EncoderDecoder,
+    lambda: enc_dec()(ids([1, 2]), ids([1, 2]), src_mask=torch.ones(3, 3, dtype=torch.bool)),
+    ValueError,
+    "mask shape (3, 3) does not broadcast to (1, 2, 2, 2)",
+)
+
+case(
+    BE.BertConfig,
+    lambda: BE.BertConfig(d_vocab=0),
+    ValueError,
+    "d_vocab must be a positive int, got 0",
+)
+
+case(BE.BertModel, lambda: BE.BertModel(None), TypeError, "cfg must be a BertConfig, got NoneType")
+
+case(
+    BE.BertModel,
+    lambda: bert().bert(ids([1, 25])),
+    ValueError,
+    "token ids must lie in [0, 20), got [1, 25]",
+)
+
+case(
+    BE.BertModel,
+    lambda: bert().bert(ids([1, 2]), attention_mask=torch.ones(1, 3)),
+    ValueError,
+    "attention_mask must be [batch, pos] = (1, 2) (1 = real token, 0 =",
+)
+
+case(
+    BE.BertModel,
+    lambda: bert().bert(ids([1, 2]), segment_ids=ids([0, 5])),
+    ValueError,
+    "segment_ids must lie in [0, 2)",
+)
+
+case(
+    BE.BertForPreTraining,
+    lambda: bert().pretraining_loss(ids([1, 2]), ids([-100, 30])),
+    ValueError,
+    "labels must be in [0, 20) (or ignore_index=-100), got values from 0",
+)
+
+case(
+    BE.BertForPreTraining,
+    lambda: bert().pretraining_loss(ids([1, 2]), ids([-100, 3]), is_next=torch.tensor([2])),
+    ValueError,
+    "is_next must hold 0 or 1, got [2]",
+)
+
+case(
+    BE.BertForPreTraining,
+    lambda: bert()(None),
+    TypeError,
+    "input_ids must be an int64 or int32 tensor, got NoneType",
+)
+
+case(
+    R.Seq2SeqConfig,
+    lambda: R.Seq2SeqConfig(5, 5, cell="transformer"),
+    ValueError,
+    "cell must be one of ['gru', 'lstm'], got 'transformer'",
+)
+
+case(
+    R.Seq2Seq,
+    lambda: s2s()(ids([1, 20]), ids([1, 2])),
+    ValueError,
+    "src has ids in [1, 20] but the vocabulary has 9 tokens",
+)
+
+case(
+    R.Seq2Seq,
+    lambda: s2s()(ids([1, 2]), ids([[1], [2]])),
+    ValueError,
+    "tgt_in must be a non-empty [batch, pos] tensor, got (1, 2, 1)",
+)
+
+case(R.Seq2Seq, lambda: R.Seq2Seq(None), TypeError, "cfg must be a Seq2SeqConfig, got NoneType")
+
+case(
+    GP.GPTConfig,
+    lambda: GP.GPTConfig(d_vocab=10, eps=float("nan")),
+    ValueError,
+    "eps must be positive, got nan",
+)
+
+case(
+    GP.GPTConfig,
+    lambda: GP.GPTConfig(d_vocab=10, init_std=float("inf")),
+    ValueError,
+    "init_std must be a positive finite number, got inf",
+)
+
+case(GP.GPT, lambda: GP.GPT({"d_vocab": 3}), TypeError, "config must be a GPTConfig, got dict")
+
+case(
+    GP.GPT,
+    lambda: GP.GPT.from_hf_gpt2(nn.Linear(3, 3)),
+    TypeError,
+    "expected a Hugging Face GPT2LMHeadModel or GPT2Model, got Linear",
+)
+
+case(
+    GP.GPTBlock,
+    lambda: GP.GPTBlock(8, 2, 16)(f(2, 3, 6)),
+    ValueError,
+    "query has 6 features but the layer expects 8",
+)
+
+case(
+    GP.GPTBlock,
+    lambda: GP.GPTBlock(8, 2, 16).forward_cached(f(2, 3, 8), None, 0),
+    TypeError,
+    "cache must be a KVCache, got NoneType",
+)
+
+case(
+    MODELS_TOY.ToyConfig,
+    lambda: MODELS_TOY.ToyConfig(d_vocab=0),
+    ValueError,
+    "d_vocab must be a positive int, got 0",
+)
+
+case(
+    MODELS_TOY.TinyTransformer,
+    lambda: MODELS_TOY.TinyTransformer(None),
+    TypeError,
+    "cfg must be a ToyConfig, got NoneType",
+)
+
+case(
+    LL.LlamaConfig,
+    lambda: LL.LlamaConfig(d_vocab=11, n_heads=4, n_kv_heads=3),
+    ValueError,
+    "n_heads=4 is not divisible by n_kv_heads=3",
+)
+
+case(
+    LL.LlamaAttention,
+    lambda: LL.LlamaAttention(None),
+    TypeError,
+    "config must be a LlamaConfig, got NoneType",
+)
+
+case(
+    LL.LlamaBlock,
+    lambda: LL.LlamaBlock(LLAMA_SMALL),
+    TypeError,
+    "config must be a LlamaConfig, got dict",
+)
+
+case(
+    LL.Llama,
+    lambda: llama()(ids([1, 11])),
+    ValueError,
+    "idx must be in [0, 11), got values from 1 to 11",
+)
+
+case(
+    LL.Llama,
+    lambda: llama()(ids([1, 2]), kv_cache=KV.KVCache(2)),
+    ValueError,
+    "kv_cache has 2 layers but the model has 1",
+)
+
+case(
+    CAP.CaptionerConfig,
+    lambda: CAP.CaptionerConfig(12, canvas=20),
+    ValueError,
+    "canvas=20 is not a multiple of patch=8",
+)
+
+case(
+    CAP.CaptionerConfig,
+    lambda: CAP.CaptionerConfig(12, score="cosine"),
+    ValueError,
+    "score must be 'dot', 'multiplicative' or 'additive', got 'cosine'",
+)
+
+case(
+    CAP.CaptionerConfig,
+    lambda: CAP.CaptionerConfig(12, d_model=0),
+    ValueError,
+    "d_model must be a positive int, got 0",
+)
+
+case(
+    CAP.ConvEncoder,
+    lambda: CAP.ConvEncoder({"d_vocab": 12}),
+    TypeError,
+    "cfg must be a CaptionerConfig, got dict",
+)
+
+case(
+    CAP.ConvEncoder,
+    lambda: captioner().encoder(f(2, 3, 16, 16)),
+    ValueError,
+    "images must be [batch, 3, 24, 24], got (2, 3, 16, 16)",
+)
+
+case(
+    CAP.Captioner,
+    lambda: captioner()(f(1, 3, 24, 24), ids([1, 12])),
+    ValueError,
+    "tgt_in has ids in [1, 12] but the vocabulary has 12 words",
+)
+
+case(
+    CAP.Captioner,
+    lambda: captioner().decode(f(1, 4, 8), ids([1])),
+    ValueError,
+    "cells must be [batch, 9, 8], got (1, 4, 8)",
+)
+
+case(
+    CAP.Captioner,
+    lambda: captioner().greedy_caption(f(1, 3, 24, 24), max_len=0),
+    ValueError,
+    "max_len must be a positive int, got 0",
+)
+
+case(
+    CAP.caption_accuracy,
+    lambda: CAP.caption_accuracy(ids([1]), ids([1], [2])),
+    ValueError,
+    "predicted has 1 captions, reference 2",
+)
+
+case(
+    CAP.caption_accuracy,
+    lambda: CAP.caption_accuracy(f(1, 2), ids([1, 2])),
+    TypeError,
+    "predicted must be a tensor of word ids, got torch.float32",
+)

@@ -1,0 +1,170 @@
+"""Bad inputs to transformer_lab.pretrained.
+
+Each case: a callable, a call that must fail, the error type and a fragment of the
+message (run by ``tests/test_bad_inputs.py``)."""
+
+from bad_input_support import (  # noqa: F401
+    GL,
+    PRETRAINED_TINY_BERT,
+    PT,
+    TOK,
+    A,
+    B,
+    bert,
+    case,
+    f,
+    llama,
+    nn,
+    np,
+    torch,
+    wordpiece,
+)
+
+case(
+    PT.sentence_embeddings,
+    lambda: PT.sentence_embeddings(None, None, "hello"),
+    TypeError,
+    "a single str would be read as one sentence per character",
+)
+
+case(
+    TOK.WordPieceTokenizer,
+    lambda: wordpiece()("the cat", "a dog", max_length=3),
+    ValueError,
+    "max_length must be an int >= 5 (room for a pair [CLS] A [SEP] B [SEP]",
+)
+
+case(
+    TOK.WordPieceTokenizer,
+    lambda: TOK.WordPieceTokenizer(wordpiece().backend, max_length=1),
+    ValueError,
+    "max_length must be an int >= 3",
+)
+
+case(
+    PT.config_from_hf,
+    lambda: PT.config_from_hf({}),
+    ValueError,
+    "the BERT config lacks ['vocab_size', 'hidden_size',",
+)
+
+case(
+    PT.config_from_hf,
+    lambda: PT.config_from_hf(None),
+    TypeError,
+    "hf must be a dict (a parsed config.json), got NoneType",
+)
+
+case(
+    PT.load_hf_bert_weights,
+    lambda: PT.load_hf_bert_weights(bert(), {}),
+    ValueError,
+    "the state dict lacks 30 tensors, e.g.",
+)
+
+case(
+    PT.load_hf_bert_weights,
+    lambda: PT.load_hf_bert_weights(nn.Linear(2, 2), {}),
+    TypeError,
+    "model must be a BertModel or BertForPreTraining, got Linear",
+)
+
+case(
+    PT.mean_pool,
+    lambda: PT.mean_pool(f(2, 3, 4), torch.ones(2, 5)),
+    ValueError,
+    "attention_mask must be [batch, pos]=(2, 3), got (2, 5)",
+)
+
+case(
+    PT.mean_pool,
+    lambda: PT.mean_pool(f(3, 4)),
+    ValueError,
+    "last_hidden_state must be [batch, pos, d_model], got (3, 4)",
+)
+
+case(
+    PT.sentence_embeddings,
+    lambda: PT.sentence_embeddings(None, None, 5),
+    TypeError,
+    "sentences must be a list of strings, got int",
+)
+
+case(
+    PT.minilm,
+    lambda: PT.minilm(device="gpu"),
+    ValueError,
+    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
+)
+
+case(
+    PRETRAINED_TINY_BERT.save_tiny_bert,
+    lambda: PRETRAINED_TINY_BERT.save_tiny_bert(None, wordpiece(), {}),
+    TypeError,
+    "model must be a BertForPreTraining, got NoneType",
+)
+
+case(
+    PRETRAINED_TINY_BERT.tiny_bert_info,
+    lambda: PRETRAINED_TINY_BERT.tiny_bert_info("/nonexistent-dir"),
+    ValueError,
+    "no tiny_bert.json in /nonexistent-dir",
+)
+
+case(
+    PRETRAINED_TINY_BERT.load_tiny_bert,
+    lambda: PRETRAINED_TINY_BERT.load_tiny_bert(directory="/nonexistent-dir"),
+    ValueError,
+    "run scripts/experiments/pretrain_tiny_bert.py",
+)
+
+case(
+    TOK.TokenBatch,
+    lambda: wordpiece()(["the cat"]).to("gpu"),
+    ValueError,
+    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
+)
+
+case(GL.read_gguf, lambda: GL.read_gguf(3), TypeError, "path must be a str or Path, got int")
+
+case(
+    GL.unpermute_qk,
+    lambda: GL.unpermute_qk(np.zeros((6, 2)), 2),
+    ValueError,
+    "6 rows do not split into 2 heads of an even size",
+)
+
+case(
+    GL.llama_config_from_gguf,
+    lambda: GL.llama_config_from_gguf({"general.architecture": "gpt2"}),
+    ValueError,
+    "expected a 'llama' GGUF file, got general.architecture='gpt2'",
+)
+
+case(
+    GL.llama_from_gguf,
+    lambda: GL.llama_from_gguf({}),
+    TypeError,
+    "contents must be GGUFContents, got dict",
+)
+
+case(
+    TOK.GGUFTokenizer,
+    lambda: TOK.GGUFTokenizer({"tokenizer.ggml.model": "llama"}),
+    ValueError,
+    "only byte-level BPE ('gpt2') tokenizers are supported, got 'llama'",
+)
+
+case(
+    GL.smollm2,
+    lambda: GL.smollm2(device=3),
+    TypeError,
+    "device must be a device name or torch.device",
+)
+
+case(
+    GL.chat,
+    lambda: GL.chat(llama(), None, "Hi"),
+    TypeError,
+    "tokenizer must be a GGUFTokenizer, got NoneType",
+)

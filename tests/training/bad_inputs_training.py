@@ -1,0 +1,499 @@
+"""Bad inputs to transformer_lab.training.
+
+Each case: a callable, a call that must fail, the error type and a fragment of the
+message (run by ``tests/test_bad_inputs.py``)."""
+
+from bad_input_support import (  # noqa: F401
+    CK,
+    DI,
+    FT,
+    MODELS_TOY,
+    PRG,
+    SCH,
+    TBT,
+    TG,
+    TRAINING_GPT,
+    TRAINING_LOSSES,
+    TRN,
+    T,
+    bert,
+    case,
+    classifier,
+    enc_dec,
+    f,
+    gpt,
+    ids,
+    labelled,
+    nn,
+    torch,
+    wordpiece,
+)
+
+case(
+    TRAINING_GPT.train_gpt,
+    lambda: TRAINING_GPT.train_gpt(
+        gpt(), torch.arange(-1, 40) % 12 - 1, TRAINING_GPT.TrainRecipe(steps=1, warmup=0)
+    ),
+    ValueError,
+    "train_ids must be in [0, 11)",
+)
+
+case(
+    TRAINING_LOSSES.lm_loss,
+    lambda: TRAINING_LOSSES.lm_loss(gpt(), (ids([1, 2]), ids([1, 2, 3]))),
+    ValueError,
+    "targets y must have the shape of x (1, 2), got (1, 3)",
+)
+
+case(
+    TRAINING_LOSSES.lm_loss,
+    lambda: TRAINING_LOSSES.lm_loss(gpt(), (ids([1, 2]), ids([1, 12]))),
+    ValueError,
+    "labels must be in [0, 11), got values from 1 to 12",
+)
+
+case(
+    TRAINING_LOSSES.lm_loss,
+    lambda: TRAINING_LOSSES.lm_loss(gpt(), ids([1, 2])),
+    TypeError,
+    "batch must be a pair (x, y) of token-id tensors, got Tensor",
+)
+
+case(
+    TRAINING_GPT.evaluate_lm,
+    lambda: TRAINING_GPT.evaluate_lm(gpt(), torch.arange(20) % 11, batch_size=0),
+    ValueError,
+    "batch_size must be a positive int, got 0",
+)
+
+case(
+    TRAINING_GPT.evaluate_lm,
+    lambda: TRAINING_GPT.evaluate_lm(gpt(), torch.arange(20) % 11 - 1),
+    ValueError,
+    "data must be in [0, 11), got values from -1 to 9",
+)
+
+case(
+    TRAINING_GPT.evaluate_lm,
+    lambda: TRAINING_GPT.evaluate_lm(gpt(), [1, 2, 3]),
+    TypeError,
+    "data must be a tensor of integer token ids, got list",
+)
+
+case(
+    TRAINING_GPT.TrainRecipe,
+    lambda: TRAINING_GPT.TrainRecipe(batch_size=0),
+    ValueError,
+    "batch_size must be a positive int, got 0",
+)
+
+case(
+    TRAINING_GPT.TrainRecipe,
+    lambda: TRAINING_GPT.TrainRecipe(lr=float("nan")),
+    ValueError,
+    "lr must be positive, got nan",
+)
+
+case(
+    TRAINING_GPT.TrainRecipe,
+    lambda: TRAINING_GPT.TrainRecipe(grad_clip=None),
+    TypeError,
+    "grad_clip must be a number, got None",
+)
+
+case(
+    SCH.lr_factor,
+    lambda: SCH.lr_factor(-1, TRAINING_GPT.TrainRecipe()),
+    ValueError,
+    "step must be an int >= 0, got -1",
+)
+
+case(
+    SCH.lr_factor,
+    lambda: SCH.lr_factor(0, None),
+    TypeError,
+    "recipe must be a TrainRecipe, got NoneType",
+)
+
+case(
+    TRAINING_GPT.make_optimizer,
+    lambda: TRAINING_GPT.make_optimizer(None, TRAINING_GPT.TrainRecipe()),
+    TypeError,
+    "model must be an nn.Module, got NoneType",
+)
+
+case(
+    TRAINING_GPT.make_optimizer,
+    lambda: TRAINING_GPT.make_optimizer(gpt(), {"lr": 1}),
+    TypeError,
+    "recipe must be a TrainRecipe, got dict",
+)
+
+case(
+    TRAINING_GPT.train_gpt,
+    lambda: TRAINING_GPT.train_gpt(gpt(), torch.arange(40) % 11, None),
+    TypeError,
+    "recipe must be a TrainRecipe, got NoneType",
+)
+
+case(
+    TRAINING_GPT.train_gpt,
+    lambda: TRAINING_GPT.train_gpt(
+        gpt(), torch.arange(40) % 11, TRAINING_GPT.TrainRecipe(steps=1, warmup=0), device="gpu"
+    ),
+    ValueError,
+    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
+)
+
+case(
+    TRAINING_GPT.train_gpt,
+    lambda: TRAINING_GPT.train_gpt(
+        gpt(), torch.arange(5) % 11, TRAINING_GPT.TrainRecipe(steps=1, warmup=0)
+    ),
+    ValueError,
+    "train_ids has 5 tokens; windows of n_ctx=8 need more",
+)
+
+case(
+    TRAINING_GPT.preset,
+    lambda: TRAINING_GPT.preset("huge", 10),
+    ValueError,
+    "unknown preset 'huge'; choose from ['book-cpu', 'gpu', 'nanogpt-cpu']",
+)
+
+case(
+    TRAINING_GPT.preset,
+    lambda: TRAINING_GPT.preset("book-cpu", 0),
+    ValueError,
+    "d_vocab must be a positive int, got 0",
+)
+
+case(
+    TRN.train,
+    lambda: TRN.train(gpt(), [1, 2], TRAINING_LOSSES.lm_loss, lr=-1),
+    ValueError,
+    "lr must be a positive finite number, got -1",
+)
+
+case(
+    TRN.train,
+    lambda: TRN.train(gpt(), iter([]), TRAINING_LOSSES.lm_loss, steps=-1),
+    ValueError,
+    "steps must be a non-negative int, got -1",
+)
+
+case(
+    TRN.train,
+    lambda: TRN.train(gpt(), [1], TRAINING_LOSSES.lm_loss, device="gpu"),
+    ValueError,
+    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
+)
+
+case(TRN.train, lambda: TRN.train(None, [1]), TypeError, "model must be an nn.Module, got NoneType")
+
+case(
+    TRN.evaluate,
+    lambda: TRN.evaluate(gpt(), [], TRAINING_LOSSES.lm_loss),
+    ValueError,
+    "evaluate got no batches",
+)
+
+case(
+    TRN.evaluate,
+    lambda: TRN.evaluate(gpt(), [1], TRAINING_LOSSES.lm_loss, device="cuda:x"),
+    ValueError,
+    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'cuda:x'",
+)
+
+case(
+    TRN.seq2seq_loss,
+    lambda: TRN.seq2seq_loss(enc_dec(), (ids([1]), ids([2]))),
+    TypeError,
+    "batch must have src, tgt_in, tgt_out and pad_id (a numbers.Batch),",
+)
+
+case(
+    TRN.to_device,
+    lambda: TRN.to_device(f(2), "gpu"),
+    ValueError,
+    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
+)
+
+case(
+    TRN.num_threads,
+    lambda: TRN.num_threads(0).__enter__(),
+    ValueError,
+    "the number of threads must be a positive int, got 0",
+)
+
+case(
+    T.toy_batches,
+    lambda: next(T.toy_batches("reverse", 5)),
+    ValueError,
+    "task must be one of ['neighbours', 'previous_token'] or a function,",
+)
+
+case(
+    T.toy_batches,
+    lambda: next(T.toy_batches("previous_token", 5, lengths=[1])),
+    ValueError,
+    "lengths must be ints >= 2, got [1]",
+)
+
+case(
+    T.toy_batches,
+    lambda: next(T.toy_batches("previous_token", 5, batch_size=0)),
+    ValueError,
+    "batch must be a positive int, got 0",
+)
+
+case(
+    T.toy_loss,
+    lambda: T.toy_loss(
+        MODELS_TOY.TinyTransformer(MODELS_TOY.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)),
+        (ids([1, 2]), ids([1, 2])),
+    ),
+    ValueError,
+    "targets y must be [batch, pos, n_answers]=(1, 2, 1), got (1, 2)",
+)
+
+case(
+    T.train_toy,
+    lambda: T.train_toy(
+        MODELS_TOY.TinyTransformer(MODELS_TOY.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)),
+        steps=-1,
+    ),
+    ValueError,
+    "steps must be a non-negative int, got -1",
+)
+
+case(
+    T.train_toy,
+    lambda: T.train_toy(None),
+    TypeError,
+    "model must be a TinyTransformer (an nn.Module with a config), got",
+)
+
+case(
+    T.accuracy,
+    lambda: T.accuracy(
+        MODELS_TOY.TinyTransformer(MODELS_TOY.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)),
+        n=1,
+    ),
+    ValueError,
+    "sequences need at least 2 tokens to have neighbours, got n=1",
+)
+
+case(
+    T.accuracy,
+    lambda: T.accuracy(None),
+    TypeError,
+    "model must be a TinyTransformer (an nn.Module with a config), got",
+)
+
+# the shipped tiny BERT (chapter 12)
+case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(d_model=130), ValueError, "d_model=130")
+
+case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(steps=0), ValueError, "steps must be positive")
+
+case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(batch=2.5), TypeError, "batch must be an int")
+
+case(
+    TBT.shakespeare_corpus,
+    lambda: TBT.shakespeare_corpus(5),
+    ValueError,
+    "vocab_size must be an int >= 100, got 5",
+)
+
+case(
+    TBT.held_out_batch,
+    lambda: TBT.held_out_batch(None),
+    TypeError,
+    "corpus must be a ShakespeareCorpus, got NoneType",
+)
+
+case(
+    TBT.word_tokens,
+    lambda: TBT.word_tokens("abc"),
+    TypeError,
+    "tokenizer must be a WordPieceTokenizer, got str",
+)
+
+case(
+    TBT.masked_lm_report,
+    lambda: TBT.masked_lm_report(bert().bert, None, None),
+    TypeError,
+    "model must be a BertForPreTraining, got BertModel",
+)
+
+case(
+    TBT.pretrain_tiny_bert,
+    lambda: TBT.pretrain_tiny_bert(stop_after=0),
+    ValueError,
+    "stop_after must be an int in 1..",
+)
+
+case(
+    TBT.pretrain_tiny_bert,
+    lambda: TBT.pretrain_tiny_bert({"steps": 5}),
+    TypeError,
+    "recipe must be a TinyBertRecipe, got dict",
+)
+
+case(TRN.TrainResult, lambda: TRN.TrainResult([1.0]).smoothed(0), ValueError, "window must be")
+
+# data parallelism, checkpoints and the training command
+case(DI.setup, lambda: DI.setup("gpu"), ValueError, "must name a device such as 'cpu'")
+
+case(DI.setup, lambda: DI.setup("cpu", backend="mpi"), ValueError, "backend must be 'nccl'")
+
+case(DI.shard, lambda: DI.shard(torch.zeros(5, 2), 0, 2), ValueError, "does not split evenly")
+
+case(DI.shard, lambda: DI.shard("text", 0, 1), TypeError, "got str")
+
+case(DI.all_mean, lambda: DI.all_mean("1"), TypeError, "value must be a number, got str")
+
+case(DI.ring_all_reduce, lambda: DI.ring_all_reduce([]), ValueError, "non-empty list of tensors")
+
+case(CK.set_rng_state, lambda: CK.set_rng_state({}), ValueError, "a dict from rng_state()")
+
+case(
+    CK.save_checkpoint,
+    lambda: CK.save_checkpoint("c.pt", model=gpt(), optimizer=None, step=0),
+    TypeError,
+    "optimizer must be a torch optimizer, got NoneType",
+)
+
+case(CK.load_checkpoint, lambda: CK.load_checkpoint(None), TypeError, "path must be a file path")
+
+case(TG.main, lambda: TG.main("--steps 5"), TypeError, "argv must be a list of strings")
+
+case(TG.parse_args, lambda: TG.parse_args([1]), TypeError, "argv must be a list of strings")
+
+case(
+    FT.SequenceClassifier,
+    lambda: FT.SequenceClassifier(nn.Linear(2, 2), 3),
+    TypeError,
+    "encoder must be a BertModel, got Linear",
+)
+
+case(
+    FT.SequenceClassifier,
+    lambda: FT.SequenceClassifier(classifier().encoder, 3, pooling="max"),
+    ValueError,
+    "pooling must be one of ('cls', 'mean'), got 'max'",
+)
+
+case(
+    FT.SequenceClassifier,
+    lambda: classifier().parameter_groups(1e-3, 0),
+    ValueError,
+    "encoder_lr must be a positive number, got 0",
+)
+
+case(FT.ClassificationBatch, lambda: labelled().to("gpu"), ValueError, "got 'gpu'")
+
+case(
+    FT.build_classifier,
+    lambda: FT.build_classifier(classifier().encoder, 3, "distil"),
+    ValueError,
+    "method must be one of ('scratch', 'probe', 'finetune'), got 'distil'",
+)
+
+case(
+    FT.build_classifier,
+    lambda: FT.build_classifier(nn.Linear(2, 2), 3, "probe"),
+    TypeError,
+    "encoder must be a BertModel, got Linear",
+)
+
+case(
+    FT.tokenize_labelled,
+    lambda: FT.tokenize_labelled(None, ["a"], [0], 8),
+    TypeError,
+    "tokenizer must be a WordPieceTokenizer, got NoneType",
+)
+
+case(
+    FT.tokenize_labelled,
+    lambda: FT.tokenize_labelled(wordpiece(), "the cat", [0], 8),
+    ValueError,
+    "texts must be a list of strings as long as labels",
+)
+
+case(
+    FT.classification_batches,
+    lambda: next(FT.classification_batches(labelled(), 0, 0)),
+    ValueError,
+    "batch_size must be a positive int, got 0",
+)
+
+case(
+    FT.classification_batches,
+    lambda: next(FT.classification_batches([1, 2], 2, 0)),
+    TypeError,
+    "data must be a ClassificationBatch, got list",
+)
+
+case(
+    FT.classification_loss,
+    lambda: FT.classification_loss(
+        classifier(), FT.ClassificationBatch(ids([1, 2]), ids([1, 1]), ids(3))
+    ),
+    ValueError,
+    "labels must be in [0, 3), got values from 3",
+)
+
+case(FT.predict, lambda: FT.predict(None, labelled()), TypeError, "model must be an nn.Module")
+
+case(
+    FT.accuracy,
+    lambda: FT.accuracy(classifier(), (ids([1]), ids([0]))),
+    TypeError,
+    "data must be a ClassificationBatch, got tuple",
+)
+
+case(
+    FT.encode_features,
+    lambda: FT.encode_features(nn.Linear(2, 2), labelled()),
+    TypeError,
+    "model must be a SequenceClassifier, got Linear",
+)
+
+case(SCH.warmup_linear, lambda: SCH.warmup_linear(0), ValueError, "steps must be a positive int")
+
+case(SCH.warmup_linear, lambda: SCH.warmup_linear(10, 1.5), ValueError, "warmup must be a share")
+
+case(
+    FT.train_classifier,
+    lambda: FT.train_classifier(nn.Linear(2, 2), labelled(), steps=1, batch_size=2, lr=1e-3),
+    TypeError,
+    "model must be a SequenceClassifier, got Linear",
+)
+
+case(
+    FT.fit_probe,
+    lambda: FT.fit_probe(f(4), ids(0, 1, 2, 0), 3),
+    ValueError,
+    "features must be a [n, d] tensor, got (4,)",
+)
+
+case(
+    FT.fit_probe,
+    lambda: FT.fit_probe(f(4, 2), ids(0, 1, 2, 0), 2),
+    ValueError,
+    "labels must be in [0, 2), got values from 0 to 2",
+)
+
+case(PRG.progress_bar, lambda: PRG.progress_bar(-1, "x"), ValueError, "non-negative int")
+
+case(PRG.progress_bar, lambda: PRG.progress_bar(True, "x"), ValueError, "non-negative int")
+
+case(PRG.progress_bar, lambda: PRG.progress_bar(3, None), TypeError, "desc must be a string")
+case(
+    SCH.warmup_decay,
+    lambda: SCH.warmup_decay(1, 1, 5, "exponential"),
+    ValueError,
+    "decay must be one of",
+)
+case(SCH.warmup_cosine, lambda: SCH.warmup_cosine(0, 1), ValueError, "steps must be a positive int")

@@ -1,0 +1,291 @@
+"""Bad inputs to transformer_lab.viz.
+
+Each case: a callable, a call that must fail, the error type and a fragment of the
+message (run by ``tests/test_bad_inputs.py``)."""
+
+from bad_input_support import (  # noqa: F401
+    AR,
+    BV,
+    DSP,
+    TL,
+    VIZ_OVERLAY,
+    WM,
+    A,
+    H,
+    V,
+    W,
+    _Drawing,
+    bert,
+    case,
+    f,
+    nn,
+    np,
+    transformer_lab,
+)
+
+case(
+    V.heatmap,
+    lambda: V.heatmap(np.zeros((2, 3, 4))),
+    ValueError,
+    "matrix must be 2-d (rows, columns), got shape (2, 3, 4)",
+)
+
+case(
+    V.heatmap,
+    lambda: V.heatmap(np.zeros((2, 3)), x_labels=["a"]),
+    ValueError,
+    "1 column labels for 3 columns",
+)
+
+case(
+    V.attention_heatmap,
+    lambda: V.attention_heatmap(np.zeros((2, 3)), ["a", "b"]),
+    ValueError,
+    "2 column labels for 3 columns",
+)
+
+case(
+    V.plot_heads,
+    lambda: V.plot_heads(np.zeros((2, 3)), ["a", "b", "c"]),
+    ValueError,
+    "pattern must be [n_heads, query_pos, key_pos], got shape (2, 3)",
+)
+
+case(
+    V.svg_heatmap,
+    lambda: V.svg_heatmap(np.zeros(3)),
+    ValueError,
+    "matrix must be 2-d (rows, columns), got shape (3,)",
+)
+
+case(V.show, lambda: V.show(None), ValueError, "")
+
+case(V.mimebundle, lambda: V.mimebundle(None), ValueError, "")
+
+case(V.figure_html, lambda: V.figure_html(None), ValueError, "")
+
+case(
+    V.heatmap_explorer,
+    lambda: V.heatmap_explorer(
+        {}, labels={}, panel_titles=[], slider_label=None, dropdown_label=None
+    ),
+    ValueError,
+    "states is empty",
+)
+
+case(
+    V.slider_heatmaps,
+    lambda: V.slider_heatmaps({}, ["a"], ["b"], "t", "s"),
+    ValueError,
+    "states[''] has no slider values",
+)
+
+case(
+    V.dropdown_heatmaps,
+    lambda: V.dropdown_heatmaps({}, ["a"], ["b"], "t", "d"),
+    ValueError,
+    "states is empty",
+)
+
+case(
+    W.tokenize,
+    lambda: W.tokenize(""),
+    ValueError,
+    "the sentence has no tokens; type at least one word",
+)
+
+case(
+    W.token_embedding,
+    lambda: W.token_embedding(None),
+    TypeError,
+    "token must be a str, got NoneType",
+)
+
+case(W.projections, lambda: W.projections(0), ValueError, "d_k must be a positive int, got 0")
+
+case(
+    W.explore, lambda: W.explore("hi there", d_k=0), ValueError, "d_k must be a positive int, got 0"
+)
+
+case(
+    W.explore,
+    lambda: W.explore("hi there", mask_kind="diagonal"),
+    ValueError,
+    "mask_kind must be one of ('none', 'causal', 'padding',",
+)
+
+case(
+    W.AttentionExplorer,
+    lambda: W.AttentionExplorer("hi", temperature=0),
+    ValueError,
+    "temperature must be a positive number, got 0",
+)
+
+case(
+    W.attention_explorer,
+    lambda: W.attention_explorer("hi", d_k=-1),
+    ValueError,
+    "d_k must be a positive int, got -1",
+)
+
+case(
+    W.static_attention_explorer,
+    lambda: W.static_attention_explorer("hi", slider="colour"),
+    ValueError,
+    "slider must be 'temperature' or 'd_k', got 'colour'",
+)
+
+case(
+    BV.stack_attentions,
+    lambda: BV.stack_attentions([f(2, 3)]),
+    ValueError,
+    "layer 0: expected [batch, n_heads, pos, pos] or [n_heads, pos, pos],",
+)
+
+case(
+    BV.stack_attentions,
+    lambda: BV.stack_attentions(None),
+    TypeError,
+    "attentions must be a list of [batch, n_heads, pos, pos] tensors or a 4-d array, got NoneType",
+)
+
+case(
+    BV.head_view,
+    lambda: BV.head_view([f(1, 2, 3, 3)], ["a", "b", "c"], layer=5),
+    ValueError,
+    "layer=5 is not in 0..0",
+)
+
+case(
+    BV.model_view,
+    lambda: BV.model_view([f(1, 2, 3, 3)], ["a", "b"]),
+    ValueError,
+    "2 tokens for attention over 3 positions",
+)
+
+case(
+    BV.AttentionBrowser,
+    lambda: BV.AttentionBrowser(None, None, 5),
+    TypeError,
+    "sentence must be a str, got int",
+)
+
+case(
+    TL.TimelineEntry,
+    lambda: TL.TimelineEntry(2020, "x", "k", "A et al.", "rnn", "y"),
+    ValueError,
+    "family must be one of",
+)
+
+case(
+    TL.TimelineEntry,
+    lambda: TL.TimelineEntry("2017", "x", "k", "A et al.", "decoder", "y"),
+    TypeError,
+    "year must be an int, got str",
+)
+
+case(
+    TL.timeline_figure,
+    lambda: TL.timeline_figure([("2017",)]),
+    TypeError,
+    "TimelineEntry objects, got ['tuple']",
+)
+
+case(TL.timeline_plotly, lambda: TL.timeline_plotly([]), ValueError, "entries is empty")
+
+case(
+    WM.word_map_plotly,
+    lambda: WM.word_map_plotly(f(3, 3), ["a", "b", "c"], ["x", "x", "y"]),
+    ValueError,
+    "coords must be an [n, 2] tensor, got (3, 3)",
+)
+
+case(AR.boxes, lambda: AR.boxes("bert"), ValueError, "variant must be one of")
+
+case(
+    AR.architecture_svg,
+    lambda: AR.architecture_svg(highlight=["attention"]),
+    ValueError,
+    "unknown part(s) ['attention']; the known parts are",
+)
+
+case(
+    AR.architecture_svg,
+    lambda: AR.architecture_svg("encoder", "cross_attention"),
+    ValueError,
+    "the encoder variant has no ['cross_attention']",
+)
+
+case(AR.architecture_svg, lambda: AR.architecture_svg(highlight=3), TypeError, "got 3")
+
+case(AR.architecture_html, lambda: AR.architecture_html(link="web"), ValueError, "got 'web'")
+
+case(AR.architecture_html, lambda: AR.architecture_html(caption=1), TypeError, "got int")
+
+case(
+    AR.architecture_diagram,
+    lambda: AR.architecture_diagram("decoder", ["self_attention"]),
+    ValueError,
+    "the decoder variant has no ['self_attention']",
+)
+
+case(AR.where_we_are, lambda: AR.where_we_are("02_rnn_bottleneck"), ValueError, "no diagram")
+
+case(
+    VIZ_OVERLAY.attention_overlay,
+    lambda: VIZ_OVERLAY.attention_overlay(f(3, 24, 24), f(8)),
+    ValueError,
+    "8 weights do not tile a 24x24 picture as a square grid",
+)
+
+case(
+    VIZ_OVERLAY.attention_overlay,
+    lambda: VIZ_OVERLAY.attention_overlay(f(24, 24), f(9)),
+    ValueError,
+    "image must be [3, H, W], got (24, 24)",
+)
+
+case(
+    V.dropdown_bars,
+    lambda: V.dropdown_bars({}, headings={}, dropdown_label="n"),
+    ValueError,
+    "bars is empty",
+)
+
+case(
+    V.decoding_explorer,
+    lambda: V.decoding_explorer(["a"], {}, {}, [1.0], ["f"], "fr"),
+    ValueError,
+    "no state or sample for ('f', 1.0)",
+)
+
+case(
+    V.slider_bars,
+    lambda: V.slider_bars({}, ["x"], slider_label="s", title="t"),
+    ValueError,
+    "states is empty",
+)
+
+case(V.wrap_title, lambda: V.wrap_title(None), TypeError, "expected string")
+
+case(V.title_layout, lambda: V.title_layout(None, 400), TypeError, "expected string")
+
+case(DSP.figure_number, lambda: DSP.figure_number("figure-1"), ValueError, "ch02-some-words")
+
+case(DSP.figure, lambda: DSP.figure(_Drawing(), "chapter2", "c", "a"), ValueError, "look like")
+
+case(DSP.figure, lambda: DSP.figure(_Drawing(), "ch99-x", "", "a"), ValueError, "caption must")
+
+case(DSP.figure, lambda: DSP.figure(_Drawing(), "ch99-y", "c", None), ValueError, "alt must")
+
+case(DSP.figure, lambda: DSP.figure(42, "ch99-z", "c", "a"), TypeError, "Matplotlib figure")
+
+case(DSP.source, lambda: DSP.source(42), TypeError, "source needs")
+
+case(DSP.source, lambda: DSP.source("transformer_lab.nn.masks.nope"), ValueError, "has no 'nope'")
+
+case(DSP.source, lambda: DSP.source(DSP.table, start_at="zzz"), ValueError, "start_at='zzz'")
+
+case(DSP.source, lambda: DSP.source(DSP.table, end_before="zzz"), ValueError, "end_before")
+
+case(DSP.table, lambda: DSP.table([(1, 2, 3)], ["a", "b"]), ValueError, "row 0 has 3 cells")
