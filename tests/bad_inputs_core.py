@@ -167,3 +167,21 @@ case(
     TypeError,
     "model must be a torch.nn.Module",
 )
+case(
+    CH.layer_input,
+    lambda: CH.layer_input(torch.ones(2, 5), 4, "SwiGLU"),
+    ValueError,
+    "SwiGLU expects d_model=4, got shape (2, 5)",
+)
+case(
+    CH.layer_input,
+    lambda: CH.layer_input([1.0], 4, "LayerNorm"),
+    TypeError,
+    "LayerNorm expects a floating-point tensor, got list",
+)
+case(
+    CH.weights_dtype,
+    lambda: CH.weights_dtype(torch.ones(2, dtype=torch.float64), torch.ones(2)),
+    TypeError,
+    "input has dtype torch.float64 but the weights torch.float32",
+)

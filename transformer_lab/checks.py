@@ -27,6 +27,8 @@ __all__ = [
     "torch_tensor",
     "torch_module",
     "floating_tensor",
+    "layer_input",
+    "weights_dtype",
     "token_ids",
     "token_batch",
     "check_labels",
@@ -255,3 +257,29 @@ def int_at_least(value, least: int, name: str) -> int:
     if not is_int(value) or value < least:
         raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
     return value
+
+
+def autocast_on(t: torch.Tensor) -> bool:
+    """Whether autocast is on for ``t``'s device (dtypes then legitimately differ)."""
+    try:
+        return torch.is_autocast_enabled(t.device.type)
+    except TypeError:  # torch < 2.4 takes no device type
+        return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
+
+
+def layer_input(x, d_model: int, layer: str) -> torch.Tensor:
+    """``x`` if it is a floating-point tensor ``[..., d_model]``, the input of a layer that
+    works on each position's vector; the message names the ``layer``."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
+        raise TypeError(f"{layer} expects a floating-point tensor, got {got}")
+    if x.dim() == 0 or x.shape[-1] != d_model:
+        raise ValueError(f"{layer} expects d_model={d_model}, got shape {tuple(x.shape)}")
+    return x
+
+
+def weights_dtype(x: torch.Tensor, weight: torch.Tensor, name: str = "input") -> torch.Tensor:
+    """``x`` if its dtype is the ``weight``'s (or autocast is on, which casts on the fly)."""
+    if x.dtype != weight.dtype and not autocast_on(x):
+        raise TypeError(f"{name} has dtype {x.dtype} but the weights {weight.dtype}")
+    return x

@@ -391,7 +391,7 @@ case(
     SW.FeedForward,
     lambda: SW.FeedForward(8, 16)(f(2, 6)),
     ValueError,
-    "FeedForward expects [..., d_model=8], got (2, 6)",
+    "FeedForward expects d_model=8, got shape (2, 6)",
 )
 
 case(

@@ -120,7 +120,7 @@ def test_layer_norm_eps_matches_torch():
 
 
 def test_layer_norm_bad_input():
-    with pytest.raises(ValueError, match=r"LayerNorm expects d_model=8, got 6"):
+    with pytest.raises(ValueError, match=r"LayerNorm expects d_model=8, got shape \(2, 6\)"):
         LayerNorm(8)(torch.randn(2, 6))
     with pytest.raises(ValueError, match=r"d_model must be a positive int, got 0"):
         LayerNorm(0)

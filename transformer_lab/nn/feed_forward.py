@@ -7,9 +7,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import instance_of, one_of, positive_int
+from transformer_lab.checks import instance_of, layer_input, one_of, positive_int, weights_dtype
 from transformer_lab.hooks import Hook
-from transformer_lab.nn.functional import affine, autocast_on
+from transformer_lab.nn.functional import affine
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
 
@@ -33,15 +33,7 @@ class FeedForward(nn.Module):
         self.hidden = Hook()
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        if not isinstance(h, torch.Tensor) or not h.is_floating_point():
-            got = getattr(h, "dtype", type(h).__name__)
-            raise TypeError(f"FeedForward expects a floating-point tensor, got {got}")
-        if h.dim() == 0 or h.shape[-1] != self.W_1.shape[0]:
-            raise ValueError(
-                f"FeedForward expects [..., d_model={self.W_1.shape[0]}], got {tuple(h.shape)}"
-            )
-        if h.dtype != self.W_1.dtype and not autocast_on(h):
-            raise TypeError(f"input has dtype {h.dtype} but the weights {self.W_1.dtype}")
+        weights_dtype(layer_input(h, self.W_1.shape[0], "FeedForward"), self.W_1)
         pre = affine(h, self.W_1, self.b_1)  # [..., d_mlp]
         hidden = self.hidden(ACTIVATIONS[self.activation](pre))  # [..., d_mlp]
         return affine(self.dropout(hidden), self.W_2, self.b_2)  # [..., d_model]
@@ -75,13 +67,7 @@ class SwiGLU(nn.Module):
         self.W_down = nn.Parameter(torch.randn(d_mlp, d_model) * init_std)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        if not isinstance(h, torch.Tensor) or not h.is_floating_point():
-            got = h.dtype if isinstance(h, torch.Tensor) else type(h).__name__
-            raise TypeError(f"SwiGLU expects a floating-point tensor, got {got}")
-        if h.dim() == 0 or h.shape[-1] != self.W_gate.shape[0]:
-            raise ValueError(
-                f"SwiGLU expects d_model={self.W_gate.shape[0]}, got shape {tuple(h.shape)}"
-            )
+        layer_input(h, self.W_gate.shape[0], "SwiGLU")
         gate = F.silu(h @ self.W_gate)  # [..., d_mlp]
         return (gate * (h @ self.W_up)) @ self.W_down  # [..., d_model]
 

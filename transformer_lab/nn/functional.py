@@ -1,4 +1,4 @@
-"""Small functions the layers share: the book's ``x @ W + b`` and an autocast test."""
+"""The book's ``x @ W + b``, shared by the layers."""
 
 from __future__ import annotations
 
@@ -6,14 +6,6 @@ import torch
 import torch.nn.functional as F
 
 __all__ = ["affine"]
-
-
-def autocast_on(t: torch.Tensor) -> bool:
-    """Whether autocast is on for ``t``'s device (dtypes then legitimately differ)."""
-    try:
-        return torch.is_autocast_enabled(t.device.type)
-    except TypeError:  # torch < 2.4 takes no device type
-        return torch.is_autocast_enabled() or torch.is_autocast_cpu_enabled()
 
 
 def affine(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:

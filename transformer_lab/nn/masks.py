@@ -46,12 +46,7 @@ def causal_mask(n_query: int, n_key: int | None = None, device=None) -> torch.Te
     return key_index <= query_index  # [query_pos, key_pos]
 
 
-def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = None) -> torch.Tensor:
-    """Key padding mask ``[batch, 1, 1, key_pos]`` from the true length of each sequence.
-
-    Position ``j`` of sequence ``b`` may be attended to when ``j < lengths[b]``.
-    """
-    lengths = torch.as_tensor(lengths)
+def _check_lengths(lengths: torch.Tensor) -> torch.Tensor:
     if lengths.dim() != 1 or lengths.numel() == 0:
         raise ValueError(
             f"lengths must be a non-empty 1-d sequence, got shape {tuple(lengths.shape)}"
@@ -60,6 +55,15 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = No
         raise TypeError(f"lengths must be integers, got {lengths.dtype}")
     if (lengths < 0).any():
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
+    return lengths
+
+
+def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = None) -> torch.Tensor:
+    """Key padding mask ``[batch, 1, 1, key_pos]`` from the true length of each sequence.
+
+    Position ``j`` of sequence ``b`` may be attended to when ``j < lengths[b]``.
+    """
+    lengths = _check_lengths(torch.as_tensor(lengths))
     longest = int(lengths.max())
     max_len = integer(longest if max_len is None else max_len, "max_len", minimum=1)
     if max_len < longest:

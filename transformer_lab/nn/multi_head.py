@@ -5,10 +5,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from transformer_lab.checks import floating_tensor, fraction, positive_int
+from transformer_lab.checks import floating_tensor, fraction, positive_int, weights_dtype
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.attention import scaled_dot_product_attention
-from transformer_lab.nn.functional import affine, autocast_on
+from transformer_lab.nn.functional import affine
 from transformer_lab.nn.kv_cache import KVCache
 
 __all__ = ["MultiHeadAttention"]
@@ -144,8 +144,7 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"{name} has {t.shape[-1]} features but the layer expects {d}")
         if t.shape[1] == 0:
             raise ValueError(f"{name} is an empty sequence (pos=0)")
-        if t.dtype != self.W_Q.dtype and not autocast_on(t):
-            raise TypeError(f"{name} has dtype {t.dtype} but the weights {self.W_Q.dtype}")
+        weights_dtype(t, self.W_Q, name)
 
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import finite_number, positive_int, torch_module
+from transformer_lab.checks import finite_number, layer_input, positive_int, torch_module
 
 __all__ = ["LayerNorm", "rms_norm", "RMSNorm"]
 
@@ -31,11 +31,7 @@ class LayerNorm(nn.Module):
         self.fused = fused
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-            got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
-            raise TypeError(f"LayerNorm expects a floating-point tensor, got {got}")
-        if x.dim() == 0 or x.shape[-1] != self.gain.shape[0]:
-            raise ValueError(f"LayerNorm expects d_model={self.gain.shape[0]}, got {x.shape[-1]}")
+        layer_input(x, self.gain.shape[0], "LayerNorm")
         if self.fused:
             return F.layer_norm(x, self.gain.shape, self.gain, self.bias, self.eps)
         mu = x.mean(dim=-1, keepdim=True)  # [..., 1]

@@ -1,0 +1,237 @@
+"""The shape of the package at a commit: its modules and their lengths, its longest functions,
+the share of argument-check lines in its code, and the check lines among the lines the
+book's listings (``viz.source``) show.
+
+    python scripts/bench/package_report.py [REF ...]   # default: the working tree
+
+A REF is checked out into a temporary git worktree; the chapters and the package are read
+from the same commit. Guard lines are the lines of an ``if`` whose body only raises, plus
+one-line calls to a check (a function named ``check_*`` or one from ``transformer_lab.checks``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECK_NAMES = {
+    "is_int",
+    "positive_int",
+    "non_negative_int",
+    "positive_number",
+    "non_negative_number",
+    "fraction",
+    "one_of",
+    "floating_tensor",
+}
+
+
+def _is_check_call(node) -> bool:
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        return False
+    f = node.value.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+    return name.startswith("check_") or name.startswith("_check") or name in CHECK_NAMES
+
+
+def _assign_check(node) -> bool:
+    """``x = positive_int(x, "x")``: a check that returns its value."""
+    if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+        return False
+    f = node.value.func
+    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+    return name in CHECK_NAMES
+
+
+def guard_lines(tree) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if (
+            (
+                isinstance(node, ast.If)
+                and not node.orelse
+                and all(isinstance(b, ast.Raise) for b in node.body)
+            )
+            or _is_check_call(node)
+            or _assign_check(node)
+        ):
+            lines.update(range(node.lineno, node.end_lineno + 1))
+    return lines
+
+
+def code_lines(text: str, tree) -> set[int]:
+    """Lines holding code: not blank, not a comment, not inside a docstring."""
+    doc: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = node.body
+            first = body[0] if body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                doc.update(range(first.lineno, first.end_lineno + 1))
+    out = set()
+    for i, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if s and not s.startswith("#") and i not in doc:
+            out.add(i)
+    return out
+
+
+def package_stats(tree_root: Path) -> dict:
+    pkg = tree_root / "transformer_lab"
+    modules, functions = {}, []
+    n_code = n_guard = 0
+    for p in sorted(pkg.rglob("*.py")):
+        rel = p.relative_to(tree_root).as_posix()
+        if "/exercises/" in rel:
+            continue
+        text = p.read_text()
+        tree = ast.parse(text)
+        modules[rel] = len(text.splitlines())
+        code = code_lines(text, tree)
+        n_code += len(code)
+        n_guard += len(code & guard_lines(tree))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.append((node.end_lineno - node.lineno + 1, f"{rel}:{node.name}"))
+    functions.sort(reverse=True)
+    lengths = sorted(n for n, _ in functions)
+    return {
+        "modules": modules,
+        "n_modules": len(modules),
+        "top_level_modules": sorted(p.name for p in pkg.glob("*.py") if p.name != "__init__.py"),
+        "longest_functions": functions[:10],
+        "median_function": lengths[len(lengths) // 2],
+        "code_lines": n_code,
+        "guard_lines": n_guard,
+    }
+
+
+SOURCE_CALL = re.compile(r"viz\.source\((?P<args>[^()]*(?:\([^()]*\)[^()]*)*)\)")
+
+
+def listing_calls(tree_root: Path) -> list[tuple[str, dict]]:
+    calls = []
+    for md in sorted((tree_root / "book").glob("[0-9][0-9]_*.md")):
+        for m in SOURCE_CALL.finditer(md.read_text()):
+            node = ast.parse(f"f({m.group('args')})", mode="eval").body
+            if not node.args or not isinstance(node.args[0], ast.Constant):
+                continue
+            kw = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+            calls.append((node.args[0].value, kw))
+    return calls
+
+
+RESOLVE = r"""
+import inspect, json, sys, textwrap, importlib
+out = []
+for name, kw in json.loads(sys.argv[1]):
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        break
+    obj = inspect.unwrap(obj)
+    lines, start = inspect.getsourcelines(obj)
+    start = max(start, 1)
+    code = textwrap.dedent("".join(lines)).rstrip("\n").split("\n")
+    first, last = 0, len(code)
+    if kw.get("start_at"):
+        first = [i for i, l in enumerate(code) if kw["start_at"] in l][0]
+    if kw.get("end_at"):
+        last = [i for i, l in enumerate(code) if kw["end_at"] in l and i >= first][0] + 1
+    if kw.get("end_before"):
+        last = [i for i, l in enumerate(code) if kw["end_before"] in l and i > first][0]
+    out.append([inspect.getsourcefile(obj), start + first, start + last - 1])
+print(json.dumps(out))
+"""
+
+
+def listing_stats(tree_root: Path) -> dict:
+    calls = listing_calls(tree_root)
+    env = {"PYTHONPATH": str(tree_root), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run(
+        [sys.executable, "-c", RESOLVE, json.dumps(calls)],
+        cwd=tree_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    shown = guards = 0
+    per = []
+    for (name, _), (file, first, last) in zip(calls, json.loads(run.stdout), strict=True):
+        text = Path(file).read_text()
+        tree = ast.parse(text)
+        rng = set(range(first, last + 1))
+        g = len(rng & guard_lines(tree))
+        n = len(rng)
+        shown += n
+        guards += g
+        per.append((name, n, g))
+    return {
+        "listings": len(calls),
+        "listing_lines": shown,
+        "listing_guard_lines": guards,
+        "per_listing": per,
+    }
+
+
+def report(tree_root: Path) -> dict:
+    return {**package_stats(tree_root), **listing_stats(tree_root)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("refs", nargs="*", help="git commits (default: the working tree)")
+    parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    args = parser.parse_args()
+    results = {}
+    for ref in args.refs or [None]:
+        if ref is None:
+            results["working tree"] = report(ROOT)
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run(
+                ["git", "worktree", "add", "-q", "--detach", tmp, ref], cwd=ROOT, check=True
+            )
+            try:
+                results[ref] = report(Path(tmp))
+            finally:
+                subprocess.run(["git", "worktree", "remove", "--force", tmp], cwd=ROOT, check=True)
+    if args.json:
+        print(json.dumps(results, indent=1))
+        return
+    for ref, r in results.items():
+        print(f"== {ref}")
+        print(f"modules: {r['n_modules']} (top level: {len(r['top_level_modules'])})")
+        big = sorted(r["modules"].items(), key=lambda kv: -kv[1])[:8]
+        print("longest modules:", ", ".join(f"{k} {v}" for k, v in big))
+        print(
+            "longest functions:", ", ".join(f"{name} {n}" for n, name in r["longest_functions"][:6])
+        )
+        print(f"median function: {r['median_function']} lines")
+        share = r["guard_lines"] / r["code_lines"]
+        print(f"guard lines in code: {r['guard_lines']} of {r['code_lines']} ({share:.1%})")
+        print(
+            f"listings: {r['listings']}, lines shown {r['listing_lines']}, "
+            f"guard lines among them {r['listing_guard_lines']}"
+        )
+
+
+if __name__ == "__main__":
+    main()
