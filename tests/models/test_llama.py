@@ -54,7 +54,7 @@ def hf_twin(model: Llama):
         attn_implementation="eager",
     )
     hf = transformers.LlamaForCausalLM(cfg).eval()
-    sd = {"model.embed_tokens.weight": model.W_E, "model.norm.weight": model.norm_f.gain}
+    sd = {"model.embed_tokens.weight": model.W_E, "model.norm.weight": model.ln_final.gain}
     for i, b in enumerate(model.blocks):
         p = f"model.layers.{i}."
         sd |= {

@@ -543,12 +543,6 @@ case(
     "cos must be [..., pos, d_head/2]=(3, 2)",
 )
 
-case(
-    RO.RotaryEmbedding,
-    lambda: RO.RotaryEmbedding(4)(f(1, 2, 3, 6)),
-    ValueError,
-    "x must be [batch, n_heads, pos, d_head=4], got (1, 2, 3, 6)",
-)
 
 case(
     SW.SwiGLU,

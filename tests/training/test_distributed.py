@@ -97,7 +97,6 @@ def test_setup_without_torchrun_is_one_process(monkeypatch):
     assert place == D.DistInfo(device=torch.device("cpu"))
     assert place.is_main and not place.distributed
     assert D.info() == D.DistInfo()
-    assert D.all_mean(2.5) == 2.5
     D.teardown()  # nothing joined: nothing to leave
 
 

@@ -48,10 +48,6 @@ class SequenceClassifier(nn.Module):
         self.encoder.requires_grad_(False)
         return self
 
-    def unfreeze_encoder(self) -> SequenceClassifier:
-        self.encoder.requires_grad_(True)
-        return self
-
     def parameter_groups(self, lr: float, encoder_lr: float | None = None) -> list[dict]:
         """Optimizer groups: the head at ``lr``, the encoder at ``encoder_lr`` (default
         ``lr``); frozen parameters are left out."""

@@ -124,7 +124,7 @@ class GPT(nn.Module):
                      activation=c.activation, eps=c.eps)
             for _ in range(c.n_layers)
         )  # fmt: skip
-        self.ln_f = LayerNorm(c.d_model, c.eps)
+        self.ln_final = LayerNorm(c.d_model, c.eps)
         self.W_U = None if c.tie_weights else nn.Parameter(torch.empty(c.d_model, c.d_vocab))
         self.register_buffer("mask", causal_mask(c.n_ctx), persistent=False)
         for module in self.modules():
@@ -186,7 +186,7 @@ class GPT(nn.Module):
                 x = block(x, mask)
             else:
                 x = block.forward_cached(x, kv_cache, layer, mask)
-        return self.ln_f(x) @ self.unembed  # [batch, pos, d_vocab]
+        return self.ln_final(x) @ self.unembed  # [batch, pos, d_vocab]
 
     def new_cache(self) -> KVCache:
         return KVCache(self.config.n_layers)
@@ -264,7 +264,7 @@ class GPT(nn.Module):
                     (block.mlp.b_2, h.mlp.c_proj.bias),
                 ):
                     ours_b.copy_(b)
-            _copy_ln(ours.ln_f, transformer.ln_f)
+            _copy_ln(ours.ln_final, transformer.ln_f)
         return ours
 
 

@@ -135,7 +135,7 @@ class Llama(nn.Module):
         self.config = c = instance_of(config, LlamaConfig, "config")
         self.W_E = nn.Parameter(torch.empty(c.d_vocab, c.d_model))  # token embeddings
         self.blocks = nn.ModuleList(LlamaBlock(c) for _ in range(c.n_layers))
-        self.norm_f = RMSNorm(c.d_model, c.eps)
+        self.ln_final = RMSNorm(c.d_model, c.eps)
         self.W_U = None if c.tie_weights else nn.Parameter(torch.empty(c.d_model, c.d_vocab))
         self.reset_parameters()
 
@@ -155,7 +155,7 @@ class Llama(nn.Module):
                     nn.init.normal_(w, std=std / math.sqrt(2 * self.config.n_layers))
                 block.norm1.gain.fill_(1.0)
                 block.norm2.gain.fill_(1.0)
-            self.norm_f.gain.fill_(1.0)
+            self.ln_final.gain.fill_(1.0)
 
     @property
     def unembed(self) -> torch.Tensor:
@@ -222,4 +222,4 @@ class Llama(nn.Module):
             x = block(x, cos, sin, mask, cache=kv_cache, layer=layer)
         if last_only:
             x = x[:, -1:]  # [batch, 1, d_model]
-        return self.norm_f(x) @ self.unembed  # [batch, pos, d_vocab]
+        return self.ln_final(x) @ self.unembed  # [batch, pos, d_vocab]

@@ -18,7 +18,6 @@ __all__ = [
     "rotary_frequencies",
     "rotary_cos_sin",
     "apply_rotary",
-    "RotaryEmbedding",
 ]
 
 
@@ -138,27 +137,3 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     cos, sin = cos.to(x.dtype), sin.to(x.dtype)
     x1, x2 = x[..., :half], x[..., half:]  # the two members of every pair
     return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
-
-
-class RotaryEmbedding(nn.Module):
-    """RoPE for heads of ``d_head`` features: ``rope(x, positions)`` rotates ``x [batch,
-    n_heads, pos, d_head]``; ``positions`` defaults to ``0 .. pos - 1``."""
-
-    def __init__(self, d_head: int, base: float = 10000.0):
-        super().__init__()
-        _check_rotary(d_head, base)
-        self.d_head, self.base = d_head, float(base)
-
-    def cos_sin(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return rotary_cos_sin(positions, self.d_head, self.base)
-
-    def forward(self, x: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
-        if not isinstance(x, torch.Tensor) or x.dim() != 4 or x.shape[-1] != self.d_head:
-            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"x must be [batch, n_heads, pos, d_head={self.d_head}], got {got}")
-        if positions is None:
-            positions = torch.arange(x.shape[2], device=x.device)
-        return apply_rotary(x, *self.cos_sin(positions))
-
-    def extra_repr(self) -> str:
-        return f"d_head={self.d_head}, base={self.base:g}"

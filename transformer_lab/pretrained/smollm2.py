@@ -194,7 +194,7 @@ def llama_from_gguf(contents: GGUFContents) -> Llama:
         model.W_U = None
     else:
         put(model, "W_U", in_out(get("output.weight")))
-    put(model.norm_f, "gain", get("output_norm.weight"))
+    put(model.ln_final, "gain", get("output_norm.weight"))
     for i, block in enumerate(model.blocks):
         p = f"blk.{i}."
         a, mlp = block.attn, block.mlp

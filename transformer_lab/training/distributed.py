@@ -32,7 +32,6 @@ __all__ = [
     "info",
     "teardown",
     "shard",
-    "all_mean",
     "ring_all_reduce",
 ]
 
@@ -148,17 +147,6 @@ def shard(batch, rank: int, world_size: int):
     raise TypeError(
         f"batch must be a tensor or a tuple, list or dict of tensors, got {type(batch).__name__}"
     )
-
-
-def all_mean(value: float, device: torch.device | str = "cpu") -> float:
-    """The mean of ``value`` over all ranks (``value`` itself in a one-process run)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"value must be a number, got {type(value).__name__}")
-    if not (dist.is_available() and dist.is_initialized()):
-        return float(value)
-    t = torch.tensor([float(value)], dtype=torch.float64, device=device)
-    dist.all_reduce(t)
-    return float(t.item()) / dist.get_world_size()
 
 
 def ring_all_reduce(tensors: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[int]]:
