@@ -34,8 +34,8 @@ from transformer_lab.data.genres import GENRES, genre_task, majority_baseline, s
 from transformer_lab.models.bert import BertModel
 from transformer_lab.models.classifier import SequenceClassifier
 from transformer_lab.training.finetune import (
-    accuracy,
     build_classifier,
+    classification_accuracy,
     encode_features,
     fit_probe,
     tokenize_labelled,
@@ -104,7 +104,7 @@ def run_trained(encoder, tokenizer, method, texts, labels, test, seed, s=SETTING
         encoder_lr=encoder_lr, seed=seed, weight_decay=s["weight_decay"], warmup=s["warmup"],
         threads=s["threads"],
     )  # fmt: skip
-    return accuracy(clf, test)
+    return classification_accuracy(clf, test)
 
 
 def run_probe(train_features, labels, test_features, test_labels, seed, s=SETTINGS) -> float:

@@ -275,8 +275,8 @@ case(
 )
 
 case(
-    T.accuracy,
-    lambda: T.accuracy(
+    T.position_accuracy,
+    lambda: T.position_accuracy(
         MODELS_TOY.TinyTransformer(MODELS_TOY.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)),
         n=1,
     ),
@@ -285,8 +285,8 @@ case(
 )
 
 case(
-    T.accuracy,
-    lambda: T.accuracy(None),
+    T.position_accuracy,
+    lambda: T.position_accuracy(None),
     TypeError,
     "model must be a TinyTransformer (an nn.Module with a config), got",
 )
@@ -446,8 +446,8 @@ case(
 case(FT.predict, lambda: FT.predict(None, labelled()), TypeError, "model must be an nn.Module")
 
 case(
-    FT.accuracy,
-    lambda: FT.accuracy(classifier(), (ids([1]), ids([0]))),
+    FT.position_accuracy,
+    lambda: FT.position_accuracy(classifier(), (ids([1]), ids([0]))),
     TypeError,
     "data must be a ClassificationBatch, got tuple",
 )

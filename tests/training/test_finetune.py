@@ -20,7 +20,7 @@ from transformer_lab.pretrained.minilm import minilm, minilm_dir
 from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training.finetune import (
     ClassificationBatch,
-    accuracy,
+    classification_accuracy,
     classification_batches,
     classification_loss,
     encode_features,
@@ -133,10 +133,10 @@ def test_encoder_learning_rate_is_smaller():
 def test_fine_tuning_learns_the_toy_task_through_train():
     data = toy_data(48)
     clf = SequenceClassifier(tiny_encoder(), 2, pooling="mean")
-    start = accuracy(clf, data)
+    start = classification_accuracy(clf, data)
     result = train_classifier(clf, data, steps=60, batch_size=16, lr=1e-2, encoder_lr=3e-3, seed=0)
     assert result.steps == 60 and result.stopped_by == "steps"
-    assert accuracy(clf, data) == 1.0 and start < 0.8, start
+    assert classification_accuracy(clf, data) == 1.0 and start < 0.8, start
     assert sum(result.losses[-10:]) < 0.5 * sum(result.losses[:10])
 
 
@@ -162,7 +162,10 @@ def test_predict_and_features_agree_with_forward():
         feats = clf.features(data.input_ids, data.attention_mask)
     torch.testing.assert_close(predict(clf, data, batch_size=3), logits.argmax(-1))
     torch.testing.assert_close(encode_features(clf, data, batch_size=4), feats)
-    assert accuracy(clf, data) == (logits.argmax(-1) == data.labels).float().mean().item()
+    assert (
+        classification_accuracy(clf, data)
+        == (logits.argmax(-1) == data.labels).float().mean().item()
+    )
 
 
 def test_probe_folds_standardisation_and_separates_separable_features():

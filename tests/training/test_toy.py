@@ -12,7 +12,7 @@ from transformer_lab.data.toy import IGNORE, TASKS, neighbours, previous_token, 
 from transformer_lab.device import num_threads
 from transformer_lab.hooks import run_with_cache
 from transformer_lab.models.toy import TinyTransformer, ToyConfig
-from transformer_lab.training.toy import accuracy, toy_loss, train_toy
+from transformer_lab.training.toy import position_accuracy, toy_loss, train_toy
 
 
 @pytest.fixture(autouse=True)
@@ -157,7 +157,7 @@ def test_training_learns_the_previous_token_task():
     model = TinyTransformer(ToyConfig(d_vocab=8, d_model=16, d_mlp=32))
     result = train_toy(model, "previous_token", steps=80, batch_size=32, lengths=6, lr=1e-2)
     assert result.losses[-1] < 0.3 * result.losses[0]
-    acc = accuracy(model, "previous_token", n=6)
+    acc = position_accuracy(model, "previous_token", n=6)
     assert acc.shape == (6, 1) and torch.isnan(acc[0, 0])
     assert acc[1:].mean() > 0.9
 

@@ -45,7 +45,7 @@ __all__ = [
     "classification_batches",
     "classification_loss",
     "predict",
-    "accuracy",
+    "classification_accuracy",
     "encode_features",
     "train_classifier",
     "fit_probe",
@@ -146,7 +146,9 @@ def predict(model: nn.Module, data: ClassificationBatch, batch_size: int = 64) -
     return torch.cat(out)
 
 
-def accuracy(model: nn.Module, data: ClassificationBatch, batch_size: int = 64) -> float:
+def classification_accuracy(
+    model: nn.Module, data: ClassificationBatch, batch_size: int = 64
+) -> float:
     """Share of ``data`` that ``model`` classifies correctly."""
     return (predict(model, data, batch_size) == data.labels).float().mean().item()
 

@@ -56,7 +56,7 @@ from transformer_lab.training import distributed
 from transformer_lab.training.checkpoint import _resume_run, _save_run
 from transformer_lab.training.losses import seq2seq_loss
 
-__all__ = ["TrainResult", "to_device", "num_threads", "train", "evaluate"]
+__all__ = ["TrainResult", "to_device", "train", "evaluate"]
 
 
 @dataclass

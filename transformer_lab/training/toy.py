@@ -28,7 +28,7 @@ from transformer_lab.data.toy import IGNORE, _task, toy_batches
 from transformer_lab.device import num_threads
 from transformer_lab.training.loop import TrainResult, train
 
-__all__ = ["toy_loss", "train_toy", "accuracy"]
+__all__ = ["toy_loss", "train_toy", "position_accuracy"]
 
 
 def _check_toy_model(model) -> None:
@@ -80,7 +80,7 @@ def train_toy(
 
 
 @torch.no_grad()
-def accuracy(
+def position_accuracy(
     model: nn.Module,
     task: str | Callable = "previous_token",
     *,
