@@ -446,8 +446,8 @@ case(
 case(FT.predict, lambda: FT.predict(None, labelled()), TypeError, "model must be an nn.Module")
 
 case(
-    FT.position_accuracy,
-    lambda: FT.position_accuracy(classifier(), (ids([1]), ids([0]))),
+    FT.classification_accuracy,
+    lambda: FT.classification_accuracy(classifier(), (ids([1]), ids([0]))),
     TypeError,
     "data must be a ClassificationBatch, got tuple",
 )
