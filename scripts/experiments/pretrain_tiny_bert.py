@@ -9,7 +9,7 @@ chapter 12 (the held-out play is never seen, not even by the tokenizer), and wri
 ``tiny_bert.json``. The JSON holds the recipe, the held-out numbers of
 :func:`transformer_lab.training.tiny_bert.masked_lm_report`, the held-out word accuracy every 500
 steps, the wall and processor time, and the losses and held-out numbers after the first
-``--prefix`` steps, which ``tests/test_tiny_bert.py`` repeats in seconds. About 12 minutes
+``--prefix`` steps, which ``tests/training/test_tiny_bert.py`` repeats in seconds. About 12 minutes
 of processor time on one thread of a 2-core machine (the JSON records the time it took).
 
 ``--steps`` and ``--out`` make a shorter run elsewhere (for trying the script out); the

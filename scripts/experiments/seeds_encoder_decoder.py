@@ -12,7 +12,7 @@ accuracy by length is reported again::
     .venv/bin/python scripts/experiments/seeds_encoder_decoder.py              # seeds 0-4
     .venv/bin/python scripts/experiments/seeds_encoder_decoder.py --seeds 0 7 --extra-steps 200
 
-``tests/test_seeds_encoder_decoder.py`` re-derives one row of the chapter's table.
+``tests/experiments/test_seeds_encoder_decoder.py`` re-derives one row of the chapter's table.
 """
 
 from __future__ import annotations

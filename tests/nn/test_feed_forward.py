@@ -1,4 +1,5 @@
-"""SwiGLU: equal to the formula written with nn.Linear and F.silu; bad inputs."""
+"""FeedForward against two ``nn.Linear`` layers (position-wise, bad inputs) and SwiGLU
+against the formula written with nn.Linear and F.silu."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.nn.feed_forward import SwiGLU
+from transformer_lab.nn.feed_forward import FeedForward, SwiGLU
+
+F32 = dict(atol=1e-5, rtol=1e-5)
 
 
 def test_equals_linear_layers():
@@ -55,3 +58,26 @@ def test_parameter_count_is_three_matrices():
 def test_bad_inputs(thunk, error, fragment):
     with pytest.raises(error, match=fragment):
         thunk()
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh"])
+def test_feed_forward_matches_two_linear_layers(activation):
+    torch.manual_seed(0)
+    linear1, linear2 = nn.Linear(6, 10), nn.Linear(10, 6)
+    act = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda h: F.gelu(h, approximate="tanh")}
+    ff = FeedForward(6, 10, activation).load_linear(linear1, linear2)
+    x = torch.randn(2, 5, 6)
+    torch.testing.assert_close(ff(x), linear2(act[activation](linear1(x))), **F32)
+
+
+def test_feed_forward_is_position_wise():
+    ff = FeedForward(4, 8)
+    x = torch.randn(1, 5, 4)
+    torch.testing.assert_close(ff(x)[:, 2], ff(x[:, 2:3])[:, 0], **F32)
+
+
+def test_feed_forward_bad_input():
+    with pytest.raises(ValueError, match=r"activation must be one of .*got 'tanh'"):
+        FeedForward(4, 8, activation="tanh")
+    with pytest.raises(ValueError, match=r"d_mlp must be a positive int, got 0"):
+        FeedForward(4, 0)

