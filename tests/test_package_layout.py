@@ -13,17 +13,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "transformer_lab"
 # A stage may import the stages of lower rank (and itself), never one of the same or higher.
 RANK = {
     "checks": 0,
-    "hooks": 0,
-    "device": 0,
-    "nn": 1,
-    "data": 1,
-    "models": 2,
-    "generation": 2,
-    "pretrained": 3,
-    "training": 4,
-    "analysis": 5,
-    "viz": 6,
-    "exercises": 7,
+    "hooks": 1,
+    "device": 1,
+    "nn": 2,
+    "data": 2,
+    "models": 3,
+    "generation": 3,
+    "pretrained": 4,
+    "training": 5,
+    "analysis": 6,
+    "viz": 7,
+    "exercises": 8,
 }
 
 

@@ -11,6 +11,8 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
+from transformer_lab.checks import positive_int
+
 __all__ = ["device", "seed_everything", "check_device", "num_threads", "evaluating"]
 
 
@@ -94,8 +96,7 @@ def num_threads(n: int | None) -> Iterator[None]:
     if n is None:
         yield
         return
-    if not isinstance(n, int) or n <= 0:
-        raise ValueError(f"the number of threads must be a positive int, got {n!r}")
+    positive_int(n, "the number of threads")
     before = torch.get_num_threads()
     torch.set_num_threads(n)
     try:

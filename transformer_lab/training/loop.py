@@ -49,6 +49,7 @@ from transformer_lab.checks import (
     is_int,
     non_negative_int,
     positive,
+    positive_int,
     positive_number,
 )
 from transformer_lab.device import check_device, evaluating, num_threads, seed_everything
@@ -74,8 +75,7 @@ class TrainResult:
 
     def smoothed(self, window: int = 20) -> list[float]:
         """Running mean of the losses over the last ``window`` steps."""
-        if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
-            raise ValueError(f"window must be a positive int, got {window!r}")
+        positive_int(window, "window")
         out, total = [], 0.0
         for i, loss in enumerate(self.losses):
             total += loss
