@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
+from numbers import Integral  # numpy's integers count too; bool is refused by hand
 
 import torch
 
@@ -223,8 +224,6 @@ def check_token_range(ids: torch.Tensor, d_vocab: int, name: str = "token ids") 
 def index_in(value, size: int, name: str, what: str = "") -> int:
     """``value`` if it is an int in ``[0, size)``, else "``name``=5 is not in 0..2", or
     with ``what`` (e.g. "a slider index"): "``name``=5 is not a slider index (0..2)"."""
-    from numbers import Integral  # numpy's integers count; bool does not
-
     if not isinstance(value, Integral) or isinstance(value, bool) or not 0 <= value < size:
         span = f"0..{size - 1}"
         raise ValueError(f"{name}={value} is not " + (f"{what} ({span})" if what else f"in {span}"))

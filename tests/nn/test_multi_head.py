@@ -22,21 +22,6 @@ PROPERTY = settings(max_examples=20, deadline=None, database=None)
 # --- LayerNorm ------------------------------------------------------------------------------
 
 
-def assert_same_norm(ours, ref_module, x, param_pairs):
-    """``ours(x)`` equals ``ref_module(x)``, and so do the gradients of a random linear
-    function of the output with respect to ``x`` and to each ``(ours, ref)`` parameter."""
-    x = x.clone().requires_grad_()
-    x2 = x.detach().clone().requires_grad_()
-    out, ref = ours(x), ref_module(x2)
-    torch.testing.assert_close(out, ref, **F32)
-    grad = torch.randn_like(ref)
-    (out * grad).sum().backward()
-    (ref * grad).sum().backward()
-    torch.testing.assert_close(x.grad, x2.grad, **F32)
-    for mine, theirs in param_pairs:
-        torch.testing.assert_close(mine.grad, theirs.grad, **F32)
-
-
 @pytest.mark.parametrize("bias", [True, False])
 def test_self_attention_fused_qkv_equals_three_projections(bias):
     """Self-attention computes Q, K, V in one product; passing equal copies as key and

@@ -132,18 +132,24 @@ def classification_loss(model: SequenceClassifier, batch: ClassificationBatch) -
     return F.cross_entropy(logits, batch.labels)
 
 
-@torch.no_grad()
-def predict(model: nn.Module, data: ClassificationBatch, batch_size: int = 64) -> torch.Tensor:
-    """Predicted classes ``[n]`` of ``model`` on ``data``, in eval mode."""
-    instance_of(model, nn.Module, "model", "an nn.Module (a classifier)")
-    instance_of(data, ClassificationBatch, "data")
+def _in_batches(model, data: ClassificationBatch, batch_size: int, fn) -> torch.Tensor:
+    """``fn((input_ids, attention_mask))`` over ``data`` in slices of ``batch_size``, in eval
+    mode on the model's device, concatenated on the CPU."""
     device = next(model.parameters()).device
     out = []
     with evaluating(model):
         for start in range(0, len(data), batch_size):
             b = data[slice(start, start + batch_size)].to(device)
-            out.append(model(b.input_ids, b.attention_mask).argmax(-1).cpu())
+            out.append(fn((b.input_ids, b.attention_mask)).cpu())
     return torch.cat(out)
+
+
+@torch.no_grad()
+def predict(model: nn.Module, data: ClassificationBatch, batch_size: int = 64) -> torch.Tensor:
+    """Predicted classes ``[n]`` of ``model`` on ``data``, in eval mode."""
+    instance_of(model, nn.Module, "model", "an nn.Module (a classifier)")
+    instance_of(data, ClassificationBatch, "data")
+    return _in_batches(model, data, batch_size, lambda b: model(*b).argmax(-1))
 
 
 def classification_accuracy(
@@ -160,13 +166,7 @@ def encode_features(
     """The pooled vectors ``[n, d_model]`` of a (frozen) classifier's encoder, in eval mode."""
     instance_of(model, SequenceClassifier, "model")
     instance_of(data, ClassificationBatch, "data")
-    device = next(model.parameters()).device
-    out = []
-    with evaluating(model):
-        for start in range(0, len(data), batch_size):
-            b = data[slice(start, start + batch_size)].to(device)
-            out.append(model.features(b.input_ids, b.attention_mask).cpu())
-    return torch.cat(out)
+    return _in_batches(model, data, batch_size, lambda b: model.features(*b))
 
 
 def train_classifier(
