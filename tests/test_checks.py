@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from transformer_lab import checks
 from transformer_lab.checks import (
     finite_number,
     floating_tensor,
@@ -108,3 +110,43 @@ def test_token_ids_and_batches():
         ValueError, match=r"idx must be \[batch, pos\] with pos >= 1, got shape \(1, 0\)"
     ):
         token_batch(ids[:, :0])
+
+
+NUMPY_INTS = [np.int8(3), np.int32(3), np.int64(3), np.uint16(3)]
+NUMPY_FLOATS = [np.float16(0.5), np.float32(0.5), np.float64(0.5)]
+
+
+@pytest.mark.parametrize("value", NUMPY_INTS)
+def test_numpy_integers_are_ints_and_come_back_as_python_ints(value):
+    assert checks.is_int(value)
+    for check in (checks.positive_int, checks.non_negative_int):
+        out = check(value, "n")
+        assert out == 3 and type(out) is int
+    assert type(checks.integer(value, "n", minimum=1)) is int
+    assert type(checks.int_at_least(value, 2, "n")) is int
+    assert type(checks.index_in(value, 4, "i")) is int
+    assert type(checks.finite_number(value, "x", above=0)) is int
+
+
+@pytest.mark.parametrize("value", NUMPY_FLOATS)
+def test_numpy_floats_are_numbers_and_come_back_as_python_floats(value):
+    for check in (checks.positive_number, checks.non_negative_number, checks.positive):
+        out = check(value, "x")
+        assert out == 0.5 and type(out) is float
+    assert type(checks.finite_number(value, "x", at_least=0)) is float
+    assert type(checks.fraction(value, "p", closed=False)) is float
+    with pytest.raises(ValueError, match="must be a positive int"):
+        checks.positive_int(value, "n")  # a float is no int, whoever made it
+
+
+@pytest.mark.parametrize(
+    "value", [np.bool_(True), True, np.array(3), torch.tensor(3), np.float32("nan")]
+)
+def test_bools_arrays_and_numpy_nan_are_refused(value):
+    assert not checks.is_int(value)
+    with pytest.raises(ValueError, match="must be a positive int"):
+        checks.positive_int(value, "n")
+    with pytest.raises((TypeError, ValueError), match="x must be"):
+        checks.finite_number(value, "x")
+    with pytest.raises(ValueError, match=r"p must be in \[0, 1\]"):
+        checks.fraction(value, "p")

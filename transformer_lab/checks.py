@@ -4,13 +4,18 @@ Every check raises a ``ValueError`` or ``TypeError`` whose message names the arg
 what was expected and what came ("d_model must be a positive int, got 0"), and returns
 the value it checked, so a call site can read ``n = positive_int(n, "n")``. ``bool`` is
 never an int here: ``True`` is refused wherever an int or a number is asked for.
+
+NumPy's scalars count as the numbers they hold: ``np.int64(3)`` is an int and
+``np.float32(0.5)`` a number (any ``numbers.Integral`` / ``numbers.Real``), and the checks
+return them as a Python ``int`` / ``float``. A 0-d array or tensor is refused: it is an
+array (mutable, with a device and a dtype of its own); ``.item()`` gives its number.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Collection
-from numbers import Integral  # numpy's integers count too; bool is refused by hand
+from numbers import Integral, Real  # numpy's scalars count too; bool is refused by hand
 
 import torch
 
@@ -39,8 +44,15 @@ __all__ = [
 
 
 def is_int(value) -> bool:
-    """An ``int`` that is not a ``bool``."""
-    return isinstance(value, int) and not isinstance(value, bool)
+    """An integer that is not a ``bool``: a Python ``int`` or a NumPy integer scalar."""
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _plain(value):
+    """A NumPy scalar as the Python ``int`` or ``float`` it holds; Python numbers as they are."""
+    if type(value) in (int, float):
+        return value
+    return int(value) if isinstance(value, Integral) else float(value)
 
 
 def integer(value, name: str, minimum: int | None = None) -> int:
@@ -52,39 +64,39 @@ def integer(value, name: str, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         bound = "positive" if minimum == 1 else f">= {minimum}"
         raise ValueError(f"{name} must be {bound}, got {value}")
-    return value
+    return _plain(value)
 
 
 def positive_int(value, name: str) -> int:
     """``value`` if it is an int >= 1, else "``name`` must be a positive int, got ..."."""
     if not is_int(value) or value <= 0:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
+    return _plain(value)
 
 
 def non_negative_int(value, name: str) -> int:
     """``value`` if it is an int >= 0, else "``name`` must be a non-negative int, got ..."."""
     if not is_int(value) or value < 0:
         raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-    return value
+    return _plain(value)
 
 
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, Real) and not isinstance(value, bool)
 
 
 def positive_number(value, name: str) -> float:
     """``value`` if it is a finite number > 0, else "``name`` must be a positive number"."""
     if not _is_number(value) or not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return value
+    return _plain(value)
 
 
 def non_negative_number(value, name: str) -> float:
     """``value`` if it is a finite number >= 0."""
     if not _is_number(value) or not math.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be a non-negative number, got {value!r}")
-    return value
+    return _plain(value)
 
 
 def finite_number(
@@ -103,7 +115,7 @@ def finite_number(
         else:
             want = "a finite number" + (f" >= {at_least}" if at_least is not None else "")
         raise ValueError(f"{name} must be {want}, got {value!r}")
-    return value
+    return _plain(value)
 
 
 def fraction(value, name: str, *, closed: bool = True) -> float:
@@ -112,7 +124,7 @@ def fraction(value, name: str, *, closed: bool = True) -> float:
     if not ok:
         interval = "[0, 1]" if closed else "[0, 1)"
         raise ValueError(f"{name} must be in {interval}, got {value!r}")
-    return value
+    return _plain(value)
 
 
 def one_of(value, choices: Collection, name: str):
@@ -224,10 +236,10 @@ def check_token_range(ids: torch.Tensor, d_vocab: int, name: str = "token ids") 
 def index_in(value, size: int, name: str, what: str = "") -> int:
     """``value`` if it is an int in ``[0, size)``, else "``name``=5 is not in 0..2", or
     with ``what`` (e.g. "a slider index"): "``name``=5 is not a slider index (0..2)"."""
-    if not isinstance(value, Integral) or isinstance(value, bool) or not 0 <= value < size:
+    if not is_int(value) or not 0 <= value < size:
         span = f"0..{size - 1}"
         raise ValueError(f"{name}={value} is not " + (f"{what} ({span})" if what else f"in {span}"))
-    return value
+    return _plain(value)
 
 
 def string(value, name: str) -> str:
@@ -255,7 +267,7 @@ def int_at_least(value, least: int, name: str) -> int:
     >= 0, got -1" (one message for a wrong type and a value too small)."""
     if not is_int(value) or value < least:
         raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
-    return value
+    return _plain(value)
 
 
 def autocast_on(t: torch.Tensor) -> bool:
