@@ -215,3 +215,38 @@ def captioner():
 class _Drawing:
     def _repr_svg_(self):
         return "<svg></svg>"
+
+
+def gguf_contents(**changes) -> GL.GGUFContents:
+    """A small llama GGUF file's contents (LLAMA_SMALL's sizes, random weights), as
+    :func:`GL.read_gguf` would return them; ``changes`` replace tensors by name."""
+    c = LL.LlamaConfig(**LLAMA_SMALL)
+    d, q, kv = c.d_model, c.n_heads * c.d_head, c.n_kv_heads * c.d_head
+    meta = {
+        "general.architecture": "llama",
+        "llama.block_count": c.n_layers,
+        "llama.context_length": c.n_ctx,
+        "llama.embedding_length": d,
+        "llama.feed_forward_length": c.d_mlp,
+        "llama.attention.head_count": c.n_heads,
+        "llama.attention.head_count_kv": c.n_kv_heads,
+        "llama.attention.layer_norm_rms_epsilon": 1e-5,
+        "llama.vocab_size": c.d_vocab,
+    }
+    shapes = {"token_embd.weight": (c.d_vocab, d), "output_norm.weight": (d,)}
+    for i in range(c.n_layers):
+        shapes |= {
+            f"blk.{i}.attn_norm.weight": (d,),
+            f"blk.{i}.ffn_norm.weight": (d,),
+            f"blk.{i}.attn_q.weight": (q, d),
+            f"blk.{i}.attn_k.weight": (kv, d),
+            f"blk.{i}.attn_v.weight": (kv, d),
+            f"blk.{i}.attn_output.weight": (d, q),
+            f"blk.{i}.ffn_gate.weight": (c.d_mlp, d),
+            f"blk.{i}.ffn_up.weight": (c.d_mlp, d),
+            f"blk.{i}.ffn_down.weight": (d, c.d_mlp),
+        }
+    rng = np.random.default_rng(0)
+    tensors = {k: rng.standard_normal(v).astype(np.float32) for k, v in shapes.items()}
+    tensors |= changes
+    return GL.GGUFContents(meta, tensors, {k: "F32" for k in tensors})

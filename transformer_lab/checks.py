@@ -24,6 +24,7 @@ __all__ = [
     "integer",
     "positive_int",
     "non_negative_int",
+    "seed_int",
     "positive_number",
     "non_negative_number",
     "finite_number",
@@ -78,6 +79,16 @@ def non_negative_int(value, name: str) -> int:
     """``value`` if it is an int >= 0, else "``name`` must be a non-negative int, got ..."."""
     if not is_int(value) or value < 0:
         raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    return _plain(value)
+
+
+def seed_int(value, name: str = "seed") -> int:
+    """``value`` if it is an int that seeds a torch generator, in ``[-2**63, 2**64)``, else a
+    TypeError "seed must be an int, got float" or a ValueError that gives the range."""
+    if not is_int(value):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not -(2**63) <= value < 2**64:
+        raise ValueError(f"{name} must be an int in [-2**63, 2**64), got {value}")
     return _plain(value)
 
 

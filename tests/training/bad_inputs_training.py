@@ -416,8 +416,8 @@ case(
 case(
     FT.tokenize_labelled,
     lambda: FT.tokenize_labelled(wordpiece(), "the cat", [0], 8),
-    ValueError,
-    "texts must be a list of strings as long as labels",
+    TypeError,
+    "texts must be a list of strings, got str",
 )
 
 case(

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from transformer_lab.checks import floating_tensor, instance_of, one_of, positive_int
+from transformer_lab.checks import floating_tensor, instance_of, is_int, one_of, positive_int
 from transformer_lab.data.tokenizers import Vocabulary
 
 __all__ = [
@@ -101,11 +101,7 @@ def nearest(
     one_of(metric, ("cosine", "euclidean"), "metric")
     _check_table(W_E, vocab)
     instance_of(query, (str, torch.Tensor), "query", "a token (str) or a vector [d_model]")
-    if (
-        not isinstance(k, int)
-        or isinstance(k, bool)
-        or not 1 <= k <= len(vocab) - isinstance(query, str)
-    ):
+    if not is_int(k) or not 1 <= k <= len(vocab) - isinstance(query, str):
         raise ValueError(
             f"k must be an int in [1, {len(vocab) - isinstance(query, str)}], got {k!r}"
         )
@@ -113,6 +109,8 @@ def nearest(
         raise ValueError(
             f"a query vector must be [d_model]=[{W_E.shape[1]}], got {tuple(query.shape)}"
         )
+    if isinstance(query, torch.Tensor):
+        floating_tensor(query, "query")
     skip = None
     if isinstance(query, str):
         skip = int(vocab.encode([query])[0])
@@ -121,10 +119,11 @@ def nearest(
         values, largest = _cosine(W_E, query), True
     else:
         values, largest = _euclidean(W_E, query), False
+    _finite_scores(values, vocab)
     if skip is not None:
         values = values.clone()
         values[skip] = -torch.inf if largest else torch.inf
-    top = values.topk(k, largest=largest)
+    top = values.topk(int(k), largest=largest)
     return [(vocab[int(i)], float(v)) for v, i in zip(top.values, top.indices, strict=True)]
 
 
@@ -165,6 +164,23 @@ class Projection(NamedTuple):
         return (x.to(self.mean.dtype) - self.mean) @ self.components.T
 
 
+def _finite_scores(values: torch.Tensor, vocab: Vocabulary) -> None:
+    """Raise if a similarity or distance is NaN: a row of ``W_E`` (or the query) holds NaN
+    or an infinity, and would otherwise be ranked as an answer."""
+    bad = torch.isnan(values).nonzero().flatten()
+    if len(bad):
+        words = [vocab[int(i)] for i in bad[:5]]
+        raise ValueError(
+            f"the vectors must be finite, but the scores of {len(bad)} tokens are NaN "
+            f"(e.g. {words}): W_E or the query holds NaN or inf"
+        )
+
+
+def _finite(X: torch.Tensor, name: str) -> None:
+    if not bool(torch.isfinite(X).all()):
+        raise ValueError(f"{name} must hold finite numbers, got NaN or inf")
+
+
 def pca_2d(X: torch.Tensor) -> Projection:
     """Project the rows of ``X [n, d]`` on their two principal directions.
 
@@ -175,6 +191,7 @@ def pca_2d(X: torch.Tensor) -> Projection:
     """
     if floating_tensor(X, "X", shape="[n, d]").dim() != 2 or X.shape[0] < 3 or X.shape[1] < 2:
         raise ValueError(f"X must be [n, d] with n >= 3 rows and d >= 2, got {tuple(X.shape)}")
+    _finite(X, "X")
     mean = X.mean(dim=0)
     _, S, Vh = torch.linalg.svd(X - mean, full_matrices=False)
     components = Vh[:2]  # [2, d]
@@ -193,7 +210,7 @@ def group_separation(X: torch.Tensor, labels: Sequence) -> dict[str, float]:
     ``between`` (mean cosine over pairs in different groups) and ``purity`` (the share
     of words whose nearest other word, by cosine, has the same label).
     """
-    floating_tensor(X, "X", 2, "[n, d]")
+    _finite(floating_tensor(X, "X", 2, "[n, d]"), "X")
     if isinstance(labels, str) or not isinstance(labels, Sequence):
         raise TypeError(f"labels must be a sequence (one per row), got {type(labels).__name__}")
     if len(labels) != X.shape[0]:
@@ -246,6 +263,7 @@ def _scores(a, b, c, W_E, vocab, query: str) -> torch.Tensor:
     v = vectors[one_of(query, sorted(vectors), "query")]
     # cosine without a normalised copy of the whole table: one product, one pass of norms
     sims = (W_E @ v) / (W_E.norm(dim=1) * v.norm()).clamp_min(1e-12)  # [d_vocab]
+    _finite_scores(sims, vocab)
     sims[[ia, ib, ic]] = -torch.inf  # the question's words are not answers
     return sims
 
@@ -258,9 +276,9 @@ def analogy(
     king - man + woman)."""
     _check_table(W_E, vocab)
     sims = _scores(a, b, c, W_E, vocab, "a-b+c")
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= len(vocab) - 3:
+    if not is_int(k) or not 1 <= k <= len(vocab) - 3:
         raise ValueError(f"k must be an int in [1, {len(vocab) - 3}], got {k!r}")
-    top = sims.topk(k)
+    top = sims.topk(int(k))
     return [(vocab[int(i)], float(v)) for v, i in zip(top.values, top.indices, strict=True)]
 
 

@@ -24,7 +24,7 @@ import functools
 import random
 from dataclasses import dataclass
 
-from transformer_lab.checks import instance_of, integer, positive_int
+from transformer_lab.checks import instance_of, integer, is_int, positive_int
 from transformer_lab.data.shakespeare import PLAYS, load_plays, spoken_lines
 
 __all__ = [
@@ -92,6 +92,7 @@ def genre_task(test_per_genre: int = 200, seed: int = 0) -> GenreTask:
     balanced test set of ``test_per_genre`` passages per genre drawn (with ``seed``) from
     the six held-out plays."""
     integer(test_per_genre, "test_per_genre", minimum=1)
+    integer(seed, "seed")
     train: list[Passage] = []
     held: dict[int, list[Passage]] = {label: [] for label in range(len(GENRES))}
     for (folder, slug), (_, text) in zip(PLAYS, load_plays(), strict=True):
@@ -121,10 +122,14 @@ def sample_labelled(
     """``n`` labelled passages from ``pool``, ``n / 3`` of each genre, drawn with ``seed``
     and shuffled: ``(texts, labels)``. Different ``n`` with one seed give nested draws
     (the first 32 of each genre are the same in the draw of 32 and of 128 per genre)."""
-    if not isinstance(n, int) or isinstance(n, bool) or n <= 0 or n % len(GENRES):
+    if not is_int(n) or n <= 0 or n % len(GENRES):
         raise ValueError(f"n must be a positive multiple of {len(GENRES)}, got {n!r}")
     integer(seed, "seed")
-    per = n // len(GENRES)
+    if isinstance(pool, str) or not isinstance(pool, (tuple, list)):
+        raise TypeError(f"pool must be a list or tuple of Passages, got {type(pool).__name__}")
+    if not all(isinstance(p, Passage) for p in pool):
+        raise TypeError("pool must hold Passages only (as in genre_task().train)")
+    per = int(n) // len(GENRES)
     chosen: list[Passage] = []
     for label in range(len(GENRES)):
         of_label = [p for p in pool if p.label == label]
@@ -138,7 +143,8 @@ def sample_labelled(
 
 def majority_baseline(task: GenreTask) -> float:
     """Test accuracy of always answering the genre most common in the training pool."""
-    instance_of(task, GenreTask, "task")
+    if not instance_of(task, GenreTask, "task").test or not task.train:
+        raise ValueError("task must have passages in both its train and test sets")
     counts = [sum(p.label == g for p in task.train) for g in range(len(GENRES))]
     majority = counts.index(max(counts))
     return sum(p.label == majority for p in task.test) / len(task.test)

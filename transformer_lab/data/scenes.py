@@ -24,10 +24,18 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import dataclass
+from numbers import Real
 
 import torch
 
-from transformer_lab.checks import instance_of, integer, one_of, positive_int
+from transformer_lab.checks import (
+    instance_of,
+    is_int,
+    non_negative_number,
+    one_of,
+    positive_int,
+    seed_int,
+)
 from transformer_lab.data.numbers import Batch
 from transformer_lab.data.tokenizers import Vocab
 
@@ -80,8 +88,9 @@ class Thing:
         one_of(self.shape, SHAPES, "shape")
         for name in ("row", "col"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < GRID:
+            if not is_int(value) or not 0 <= value < GRID:
                 raise ValueError(f"{name} must be an int in 0..{GRID - 1}, got {value!r}")
+            object.__setattr__(self, name, int(value))
 
 
 @dataclass(frozen=True)
@@ -134,8 +143,11 @@ def render(
     """The picture of ``scene``, ``[3, CANVAS, CANVAS]`` in [0, 1]: a dark background, each
     object's 7 x 7 stencil in its 8 x 8 slot, shifted by 0 to ``jitter`` pixels, Gaussian noise."""
     instance_of(scene, Scene, "scene")
-    if not isinstance(jitter, int) or not 0 <= jitter <= 1:
+    if generator is not None:
+        instance_of(generator, torch.Generator, "generator", "a torch.Generator or None")
+    if not is_int(jitter) or not 0 <= jitter <= 1:
         raise ValueError(f"jitter must be 0 or 1 pixel, got {jitter!r}")
+    noise = non_negative_number(noise, "noise")
     image = torch.full((3, CANVAS, CANVAS), 0.1)
     for thing in (scene.first, scene.second):
         dy, dx = torch.randint(0, jitter + 1, (2,), generator=generator).tolist()
@@ -170,8 +182,10 @@ class SceneData:
                 f"got {type(splits).__name__}"
             )
         for name, scenes in splits.items():
-            if not scenes or not all(isinstance(s, Scene) for s in scenes):
+            ok = isinstance(scenes, (list, tuple)) and all(isinstance(s, Scene) for s in scenes)
+            if not ok or not scenes:
                 raise TypeError(f"splits[{name!r}] must be a non-empty list of Scenes")
+        seed_int(seed)
         tokens = [w for scene in splits["train"] for w in caption(scene)]
         self.vocab = Vocab(tokens)
         self.scenes = splits
@@ -192,7 +206,7 @@ class SceneData:
     def batch(self, split: str, index) -> Batch:
         """The pictures (as ``src``) and captions of the scenes ``index`` of ``split``."""
         split = one_of(split, sorted(self.scenes), "split")
-        index = torch.as_tensor(index, dtype=torch.long).reshape(-1)
+        index = _row_index(index)
         n = len(self.scenes[split])
         if index.numel() == 0 or int(index.min()) < -n or int(index.max()) >= n:
             raise ValueError(
@@ -206,23 +220,46 @@ class SceneData:
         return Batch(images, captions, index, self.vocab.pad_id)
 
     def batches(self, split: str, batch_size: int, seed: int = 0):
-        """Endless shuffled batches of ``split`` (a new permutation every epoch)."""
+        """Endless shuffled batches of ``split`` (a new permutation every epoch; the
+        ``len % batch_size`` scenes left over in an epoch wait for the next one)."""
         split = one_of(split, sorted(self.scenes), "split")
-        positive_int(batch_size, "batch_size")
-        gen = torch.Generator().manual_seed(seed)
         n = len(self.scenes[split])
+        if positive_int(batch_size, "batch_size") > n:
+            raise ValueError(f"batch_size={batch_size} is more than the {n} {split} scenes")
+        return self._batches(split, batch_size, seed_int(seed), n)
+
+    def _batches(self, split: str, batch_size: int, seed: int, n: int):
+        gen = torch.Generator().manual_seed(seed)
         while True:
             order = torch.randperm(n, generator=gen)
             for start in range(0, n - batch_size + 1, batch_size):
                 yield self._batch(split, order[start : start + batch_size])
 
 
+def _row_index(index) -> torch.Tensor:
+    """``index`` (an int, a sequence of ints or an integer tensor) as a 1-d long tensor."""
+    if is_int(index):
+        return torch.tensor([int(index)])
+    if isinstance(index, torch.Tensor):
+        ok = not index.is_floating_point() and not index.is_complex() and index.dtype != torch.bool
+    else:
+        ok = isinstance(index, (list, tuple, range)) and all(is_int(i) for i in index)
+    if not ok:
+        raise TypeError(f"index must be an int, a list of ints or an integer tensor, got {index!r}")
+    return torch.as_tensor(index, dtype=torch.long).reshape(-1)
+
+
 def load(seed: int = 0, test_fraction: float = 0.2) -> SceneData:
     """All scenes shuffled with ``seed``; ``test_fraction`` of them held out as "test"."""
-    integer(seed, "seed")
-    if not isinstance(test_fraction, float) or not 0.0 < test_fraction < 1.0:
+    seed_int(seed)
+    if is_int(test_fraction) or not isinstance(test_fraction, Real) or not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be a float in (0, 1), got {test_fraction!r}")
     scenes = all_scenes()
     random.Random(seed).shuffle(scenes)
     n_test = round(test_fraction * len(scenes))
+    if not 0 < n_test < len(scenes):
+        raise ValueError(
+            f"test_fraction={test_fraction} holds out {n_test} of {len(scenes)} scenes; "
+            "both splits need at least one"
+        )
     return SceneData({"train": scenes[n_test:], "test": scenes[:n_test]}, seed)

@@ -29,7 +29,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from transformer_lab.checks import floating_tensor, index_in, instance_of, positive_int
+from transformer_lab.checks import (
+    floating_tensor,
+    index_in,
+    instance_of,
+    non_negative_int,
+    positive_int,
+)
 from transformer_lab.models.rnn import _RecurrentDecoder
 from transformer_lab.nn.attention import attention_weights
 from transformer_lab.nn.scores import attend
@@ -122,6 +128,7 @@ class Captioner(_RecurrentDecoder):
         if not isinstance(cells, torch.Tensor) or cells.dim() != 3 or cells.shape[1:] != expected:
             got = tuple(cells.shape) if isinstance(cells, torch.Tensor) else type(cells).__name__
             raise ValueError(f"cells must be [batch, {expected[0]}, {expected[1]}], got {got}")
+        floating_tensor(cells, "cells")
 
     def encode(self, images: torch.Tensor) -> torch.Tensor:
         """The cells ``[batch, cells, d_model]``: keys and values of the attention."""
@@ -140,6 +147,17 @@ class Captioner(_RecurrentDecoder):
         ``cells`` -> ``(logits [batch, d_vocab], new state, weights [batch, cells])``;
         without attention the weights are uniform (the mean of the cells)."""
         self._check_cells(cells)
+        if torch.is_tensor(prev) and prev.dim() != 1:
+            raise ValueError(f"prev must be [batch], one word per caption, got {tuple(prev.shape)}")
+        self._check_ids(
+            prev[:, None] if torch.is_tensor(prev) else prev, "prev", self.config.d_vocab
+        )
+        want = (1, cells.shape[0], self.config.d_model)
+        if floating_tensor(state, "state").shape != want or prev.shape[0] != want[1]:
+            raise ValueError(
+                f"prev must be [batch] and state {list(want)} for cells of batch {want[1]}, got "
+                f"{tuple(prev.shape)} and {tuple(state.shape)}"
+            )
         out, state = self.decoder(self.W_E(prev).unsqueeze(1), state)
         s = out[:, 0]  # [batch, d_model]
         if self.config.attention:
@@ -193,6 +211,7 @@ def caption_accuracy(predicted: torch.Tensor, reference: torch.Tensor, pad_id: i
             raise ValueError(
                 f"{name} must be a non-empty [batch, pos] tensor, got {tuple(t.shape)}"
             )
+    non_negative_int(pad_id, "pad_id")
     if predicted.shape[0] != reference.shape[0]:
         raise ValueError(
             f"predicted has {predicted.shape[0]} captions, reference {reference.shape[0]}"
@@ -201,6 +220,8 @@ def caption_accuracy(predicted: torch.Tensor, reference: torch.Tensor, pad_id: i
     pred = torch.nn.functional.pad(predicted, (0, width - predicted.shape[1]), value=pad_id)
     ref = torch.nn.functional.pad(reference, (0, width - reference.shape[1]), value=pad_id)
     real = ref != pad_id
+    if not bool(real.any()):
+        raise ValueError(f"reference holds only padding (pad_id={pad_id}): no word to score")
     same = (pred == ref) | ~real
     exact = same.all(dim=1).float().mean().item()
     word = ((pred == ref) & real).sum().item() / real.sum().item()

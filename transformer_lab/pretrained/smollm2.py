@@ -170,10 +170,26 @@ def llama_from_gguf(contents: GGUFContents) -> Llama:
     config = llama_config_from_gguf(meta)
     t = contents.tensors
 
+    d, V, q, kv, d_mlp = (config.d_model, config.d_vocab, config.n_heads * config.d_head,
+                          config.n_kv_heads * config.d_head, config.d_mlp)  # fmt: skip
+    shapes = {"token_embd": (V, d), "output": (V, d), "attn_q": (q, d), "attn_k": (kv, d),
+              "attn_v": (kv, d), "attn_output": (d, q), "ffn_gate": (d_mlp, d),
+              "ffn_up": (d_mlp, d), "ffn_down": (d, d_mlp)}  # fmt: skip
+
     def get(name: str) -> torch.Tensor:
+        """The tensor ``name``, checked against the shape the hyperparameters give it."""
         if name not in t:
             raise ValueError(f"the GGUF file has no tensor {name!r}")
-        return torch.from_numpy(t[name])
+        w = t[name]
+        if not isinstance(w, np.ndarray) or w.dtype.kind != "f":
+            got = getattr(w, "dtype", type(w).__name__)
+            raise TypeError(f"tensor {name!r} must be a float numpy array, got {got}")
+        want = shapes.get(name.split(".")[-2], (d,))  # the norms' gains are [d_model]
+        if w.shape != want:
+            raise ValueError(
+                f"tensor {name!r} has shape {w.shape}, but the metadata's sizes give {want}"
+            )
+        return torch.from_numpy(w)
 
     with torch.device("meta"):  # no memory and no random initialisation: every weight is set below
         model = Llama(config)

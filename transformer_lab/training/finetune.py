@@ -30,7 +30,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import check_labels, floating_tensor, instance_of, one_of, positive_int
+from transformer_lab.checks import (
+    check_labels,
+    floating_tensor,
+    fraction,
+    instance_of,
+    integer,
+    is_int,
+    non_negative_number,
+    one_of,
+    positive_int,
+    positive_number,
+    seed_int,
+    token_ids,
+)
 from transformer_lab.device import evaluating
 from transformer_lab.models.bert import BertModel
 from transformer_lab.models.classifier import SequenceClassifier
@@ -66,7 +79,8 @@ def build_classifier(
     The random draws (a scratch encoder's weights, the new head) come from ``seed``."""
     instance_of(encoder, BertModel, "encoder")
     one_of(method, METHODS, "method")
-    torch.manual_seed(seed)
+    integer(n_classes, "n_classes", minimum=2)
+    torch.manual_seed(seed_int(seed))
     body = BertModel(encoder.config)
     if method != "scratch":
         body.load_state_dict(encoder.state_dict())
@@ -76,14 +90,26 @@ def build_classifier(
 
 @dataclass
 class ClassificationBatch:
-    """Token ids, mask and class labels of a batch."""
+    """Token ids, mask and class labels of a batch: one label per row of ids, a mask of
+    zeros and ones the shape of the ids (checked when the batch is made)."""
 
     input_ids: torch.Tensor  # [batch, pos] int64
     attention_mask: torch.Tensor  # [batch, pos] int64, 1 = real token
     labels: torch.Tensor  # [batch] int64 class ids
 
+    def __post_init__(self):
+        if token_ids(self.input_ids, "input_ids").dim() != 2:
+            raise ValueError(f"input_ids must be [batch, pos], got {tuple(self.input_ids.shape)}")
+        _check_mask(self.attention_mask, tuple(self.input_ids.shape))
+        token_ids(self.labels, "labels")
+        if tuple(self.labels.shape) != tuple(self.input_ids.shape[:1]):
+            raise ValueError(
+                f"labels must be [batch] = {tuple(self.input_ids.shape[:1])}, one per row of "
+                f"input_ids, got {tuple(self.labels.shape)}"
+            )
+
     def to(self, device) -> ClassificationBatch:
-        return ClassificationBatch(*(to_device(t, device) for t in self._tensors()))
+        return _batch(*(to_device(t, device) for t in self._tensors()))
 
     def _tensors(self):
         return self.input_ids, self.attention_mask, self.labels
@@ -92,10 +118,36 @@ class ClassificationBatch:
         return len(self.labels)
 
     def __getitem__(self, rows) -> ClassificationBatch:
-        """Rows ``rows`` of the batch, trimmed to their longest sequence."""
+        """Rows ``rows`` of the batch, without the columns that are padding in every one of
+        them (on the right, or on the left of a left-padded batch)."""
         ids, mask, labels = (t[rows] for t in self._tensors())
-        width = max(int(mask.sum(1).max()), 1) if len(labels) else ids.shape[1]
-        return ClassificationBatch(ids[:, :width], mask[:, :width], labels)
+        if ids.dim() != 2:
+            raise ValueError("index a ClassificationBatch by rows: a slice, a list or a tensor")
+        real = mask.any(0).nonzero()  # columns holding a real token of some row
+        if len(real):
+            ids, mask = (t[:, int(real[0]) : int(real[-1]) + 1] for t in (ids, mask))
+        elif len(labels):
+            ids, mask = ids[:, :1], mask[:, :1]
+        return _batch(ids, mask, labels)
+
+
+def _check_mask(mask, shape: tuple) -> None:
+    """Raise unless ``mask`` is a tensor of ``shape`` holding only zeros and ones (bool,
+    integer or float)."""
+    if not isinstance(mask, torch.Tensor) or mask.is_complex():
+        got = getattr(mask, "dtype", type(mask).__name__)
+        raise TypeError(f"attention_mask must be a tensor of zeros and ones, got {got}")
+    if tuple(mask.shape) != shape:
+        raise ValueError(f"attention_mask must be [batch, pos] = {shape}, got {tuple(mask.shape)}")
+    if mask.dtype != torch.bool and mask.numel() and bool(((mask != 0) & (mask != 1)).any()):
+        raise ValueError("attention_mask must hold only 0 (padding) and 1 (real token)")
+
+
+def _batch(ids, mask, labels) -> ClassificationBatch:
+    """A :class:`ClassificationBatch` of parts taken from a checked one (no second check)."""
+    batch = object.__new__(ClassificationBatch)
+    batch.input_ids, batch.attention_mask, batch.labels = ids, mask, labels
+    return batch
 
 
 def tokenize_labelled(
@@ -103,21 +155,43 @@ def tokenize_labelled(
 ) -> ClassificationBatch:
     """Tokenize ``texts`` (truncated to ``max_length`` tokens) with their ``labels``."""
     instance_of(tokenizer, WordPieceTokenizer, "tokenizer")
-    if isinstance(texts, str) or len(texts) != len(labels):
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise TypeError(f"texts must be a list of strings, got {type(texts).__name__}")
+    if isinstance(labels, torch.Tensor):
+        labels = token_ids(labels, "labels").tolist()
+    if isinstance(labels, str) or not isinstance(labels, Sequence):
+        raise TypeError(f"labels must be a list of int class ids, got {type(labels).__name__}")
+    if len(texts) != len(labels) or not len(texts):
         raise ValueError(
-            f"texts must be a list of strings as long as labels, got "
-            f"{type(texts).__name__} and {len(labels)} labels"
+            f"texts must be as long as labels, and not empty, got {len(texts)} texts and "
+            f"{len(labels)} labels"
         )
+    bad = [y for y in labels if not is_int(y)]
+    if bad:
+        raise TypeError(f"labels must be int class ids, got {bad[:3]!r}")
     b = tokenizer(list(texts), max_length=max_length)
-    return ClassificationBatch(b.input_ids, b.attention_mask, torch.tensor(list(labels)))
+    return ClassificationBatch(
+        b.input_ids, b.attention_mask, torch.tensor([int(y) for y in labels])
+    )
 
 
 def classification_batches(
     data: ClassificationBatch, batch_size: int, seed: int
 ) -> Iterator[ClassificationBatch]:
-    """Endless shuffled mini-batches of ``data``: a new order every epoch, from ``seed``."""
-    instance_of(data, ClassificationBatch, "data")
+    """Endless shuffled mini-batches of ``data``: a new order every epoch, from ``seed``
+    (a ``batch_size`` larger than ``data`` gives all of it, shuffled, every time)."""
+    _check_data(data)
     positive_int(batch_size, "batch_size")
+    seed_int(seed)
+    return _shuffled(data, batch_size, seed)
+
+
+def _check_data(data) -> None:
+    if not len(instance_of(data, ClassificationBatch, "data")):
+        raise ValueError("data must hold at least one example, got an empty ClassificationBatch")
+
+
+def _shuffled(data: ClassificationBatch, batch_size: int, seed: int):
     gen = torch.Generator().manual_seed(seed)
     while True:
         order = torch.randperm(len(data), generator=gen)
@@ -127,6 +201,8 @@ def classification_batches(
 
 def classification_loss(model: SequenceClassifier, batch: ClassificationBatch) -> torch.Tensor:
     """Cross-entropy of ``model(batch.input_ids, batch.attention_mask)`` and the labels."""
+    instance_of(model, torch.nn.Module, "model", "an nn.Module (a classifier)")
+    _check_data(batch)
     logits = model(batch.input_ids, batch.attention_mask)  # [batch, n_classes]
     check_labels(batch.labels, logits.shape[-1])
     return F.cross_entropy(logits, batch.labels)
@@ -135,6 +211,8 @@ def classification_loss(model: SequenceClassifier, batch: ClassificationBatch) -
 def _in_batches(model, data: ClassificationBatch, batch_size: int, fn) -> torch.Tensor:
     """``fn((input_ids, attention_mask))`` over ``data`` in slices of ``batch_size``, in eval
     mode on the model's device, concatenated on the CPU."""
+    _check_data(data)
+    positive_int(batch_size, "batch_size")
     device = next(model.parameters()).device
     out = []
     with evaluating(model):
@@ -187,12 +265,16 @@ def train_classifier(
     and the (unfrozen) encoder at ``encoder_lr``, warmup then linear decay, through
     :func:`transformer_lab.training.loop.train`."""
     instance_of(model, SequenceClassifier, "model")
+    positive_int(steps, "steps")
+    batches = classification_batches(data, batch_size, seed)
     groups = model.parameter_groups(lr, encoder_lr)
+    non_negative_number(weight_decay, "weight_decay")
+    fraction(warmup, "warmup", closed=False)
     fused = next(model.parameters()).device.type in ("cpu", "cuda")
     optimizer = torch.optim.AdamW(groups, weight_decay=weight_decay, fused=fused)
     return train(
         model,
-        classification_batches(data, batch_size, seed),
+        batches,
         classification_loss,
         steps=steps,
         optimizer=optimizer,
@@ -223,7 +305,16 @@ def fit_probe(
     if not isinstance(labels, torch.Tensor) or labels.shape != features.shape[:1]:
         got = tuple(labels.shape) if isinstance(labels, torch.Tensor) else labels
         raise ValueError(f"labels must be [n] = {tuple(features.shape[:1])}, got {got}")
+    if not len(features) or not bool(torch.isfinite(features).all()):
+        raise ValueError(
+            f"features must be finite, with at least one row, got {tuple(features.shape)}"
+        )
+    integer(n_classes, "n_classes", minimum=2)
     check_labels(labels, n_classes)
+    positive_int(steps, "steps")
+    positive_number(lr, "lr")
+    non_negative_number(weight_decay, "weight_decay")
+    seed_int(seed)
     mu = features.mean(0)
     sigma = features.std(0, unbiased=False).clamp_min(1e-6)
     z = (features - mu) / sigma  # [n, d]

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import torch
 
+from transformer_lab.checks import instance_of, string
+
 __all__ = ["word_map_plotly"]
 
 
@@ -26,6 +28,15 @@ def word_map_plotly(
     if not isinstance(coords, torch.Tensor) or coords.dim() != 2 or coords.shape[1] != 2:
         got = tuple(coords.shape) if isinstance(coords, torch.Tensor) else type(coords).__name__
         raise ValueError(f"coords must be an [n, 2] tensor, got {got}")
+    if not bool(torch.isfinite(coords).all()):
+        raise ValueError("coords must hold finite numbers, got NaN or inf")
+    for name, seq in (("words", words), ("groups", groups)):
+        if isinstance(seq, str) or not isinstance(seq, Sequence):
+            raise TypeError(f"{name} must be a sequence of str, one per point, got {seq!r}")
+    if not all(isinstance(w, str) for w in words):
+        raise TypeError("words must be strings")
+    string(title, "title")
+    instance_of(arrows, (dict, type(None)), "arrows", "a dict {label: [(from, to), ...]}")
     words, groups = list(words), list(groups)
     if not len(words) == len(groups) == coords.shape[0]:
         raise ValueError(
@@ -34,6 +45,14 @@ def word_map_plotly(
         )
     arrows = arrows or {}
     where = {w: coords[i].tolist() for i, w in enumerate(words)}
+    for label, pairs in arrows.items():
+        ok = isinstance(pairs, (list, tuple)) and all(
+            isinstance(p, (list, tuple)) and len(p) == 2 for p in pairs
+        )
+        if not ok:
+            raise ValueError(
+                f"arrows[{label!r}] must be a list of (from_word, to_word), got {pairs!r}"
+            )
     unknown = [w for pairs in arrows.values() for p in pairs for w in p if w not in where]
     if unknown:
         raise ValueError(f"arrow ends not among the words on the map: {unknown}")
