@@ -1,18 +1,42 @@
-"""Where the data sets keep what takes time to build, so that it is built once.
+"""Where the data sets keep what takes time to build, so that it is built once, and how
+every file of the package is written.
 
 The number pairs of :mod:`.numbers` (written out by ``num2words``), the BPE tokenizer of
 :mod:`.shakespeare` and the plays encoded with it are written to one folder,
 :func:`cache_dir`, each data set naming its files after itself (``numbers_en_de_...json``,
 ``shakespeare_bpe_1024_...json``) with a hash of what went into them, so a change of
 data or settings builds a new file. A missing file is built again, identically.
+
+Every file the package writes (these caches, training checkpoints, the tiny BERT) goes
+through :func:`write_atomically`: into a new file beside the target, which then replaces
+the target in one step. A reader sees the old file or the whole new one, never half of
+one; a failure (a full disk, a read-only folder) leaves no partial file behind and is
+reported as an ``OSError`` that names the file and the cause in words.
+:func:`check_writable` asks the same question before a long job starts.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["cache_dir"]
+from transformer_lab.checks import instance_of
+
+__all__ = ["cache_dir", "write_atomically", "check_writable"]
+
+CACHE_HINT = "; set TRANSFORMER_LAB_CACHE to a writable folder with free space"
+
+_CAUSES = {
+    errno.EACCES: "no permission to write there",
+    errno.EPERM: "no permission to write there",
+    errno.EROFS: "the file system is read-only",
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+}
 
 
 def cache_dir() -> Path:
@@ -25,5 +49,89 @@ def cache_dir() -> Path:
         path = checkout / "artifacts" / "cache"
     else:
         path = Path.home() / ".cache" / "transformer_lab"
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _disk_error(err, path, "create the cache folder", CACHE_HINT) from err
     return path
+
+
+def _disk_error(err: OSError, path, doing: str = "write", hint: str = "") -> OSError:
+    """``err`` told plainly: what could not be done to which file, and why (an ``OSError``
+    of the same kind: ``PermissionError`` for a read-only folder)."""
+    if err.errno is None:
+        return OSError(f"cannot {doing} {path}: {err}{hint}")
+    cause = os.strerror(err.errno)
+    if err.errno in _CAUSES:
+        cause += f" ({_CAUSES[err.errno]})"
+    return OSError(err.errno, f"cannot {doing} {path}: {cause}{hint}")
+
+
+def _new_file(path: Path) -> int:
+    """Create ``path``, which must not exist yet, for writing; return its descriptor."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+
+
+def _open(fd: int) -> BinaryIO:
+    return os.fdopen(fd, "wb")
+
+
+def _temporary_name(path: Path) -> Path:
+    return path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+
+
+def write_atomically(
+    path: str | os.PathLike, write: Callable[[BinaryIO], object], *, hint: str = ""
+) -> Path:
+    """Write the file ``path`` in one step and return it as a ``Path``.
+
+    ``write(file)`` writes the contents into a new temporary file beside ``path`` (opened
+    for bytes); once it has returned and the data are on the disk, the temporary file
+    replaces ``path`` (``os.replace``). If anything fails, the temporary file is removed
+    and ``path`` is left as it was; an ``OSError`` (read-only folder, full disk) is raised
+    again naming ``path`` and the cause, followed by ``hint``.
+    """
+    instance_of(path, (str, os.PathLike), "path", "a file path")
+    if not callable(write):
+        raise TypeError(f"write must be a function file -> None, got {type(write).__name__}")
+    instance_of(hint, str, "hint")
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"path {path} is a folder; give the path of a file inside it")
+    tmp = _temporary_name(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = _new_file(tmp)
+    except OSError as err:
+        raise _disk_error(err, path, hint=hint) from err
+    try:
+        with _open(fd) as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise _disk_error(err, path, hint=hint) from err
+        raise
+    return path
+
+
+def check_writable(folder: str | os.PathLike, *, hint: str = "") -> Path:
+    """Make sure files can be written in ``folder`` (created if missing) before a long job
+    that will write there starts: create and remove a small file. Returns the folder as a
+    ``Path``; raises an ``OSError`` naming the folder and the cause, then ``hint``."""
+    instance_of(folder, (str, os.PathLike), "folder", "a folder path")
+    instance_of(hint, str, "hint")
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} is a file, not a folder")
+    probe = _temporary_name(folder / ".write-test")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.close(_new_file(probe))
+        probe.unlink()
+    except OSError as err:
+        raise _disk_error(err, folder, "write in", hint) from err
+    return folder

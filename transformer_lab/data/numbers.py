@@ -33,7 +33,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -42,7 +41,7 @@ from pathlib import Path
 import torch
 
 from transformer_lab.checks import instance_of, integer, one_of, positive_int
-from transformer_lab.data.cache import cache_dir
+from transformer_lab.data.cache import CACHE_HINT, cache_dir, write_atomically
 from transformer_lab.data.number_words import LANGUAGES, _words, number_to_words
 from transformer_lab.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocab
 from transformer_lab.device import check_device
@@ -288,7 +287,7 @@ def _build(config: NumbersConfig) -> dict[str, list[Pair]]:
 
 @functools.lru_cache(maxsize=8)
 def _load(config: NumbersConfig, use_cache_file: bool) -> NumberData:
-    path = _cache_file(config)
+    path = _cache_file(config) if use_cache_file else None
     splits = None
     if use_cache_file and path.exists():
         try:
@@ -306,10 +305,8 @@ def _load(config: NumbersConfig, use_cache_file: bool) -> NumberData:
                 s: [[p.number, " ".join(p.src), " ".join(p.tgt)] for p in splits[s]]
                 for s in NumberData.SPLITS
             }
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(raw))
-            os.replace(tmp, path)  # atomic: a reader never sees half a file
+            text = json.dumps(raw).encode()
+            write_atomically(path, lambda file: file.write(text), hint=CACHE_HINT)
     return NumberData(config, splits)
 
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import re
 from importlib import resources
 from pathlib import Path
@@ -44,7 +43,7 @@ from pathlib import Path
 import torch
 
 from transformer_lab.checks import instance_of, integer, positive_int, string, token_ids
-from transformer_lab.data.cache import cache_dir
+from transformer_lab.data.cache import CACHE_HINT, cache_dir, write_atomically
 from transformer_lab.data.tokenizers import BPETokenizer, CharTokenizer
 
 __all__ = [
@@ -247,9 +246,8 @@ def bpe_tokenizer(vocab_size: int = 1024) -> BPETokenizer:
         _encode_splits.cache_clear()
         path.with_suffix(".ids.pt").unlink(missing_ok=True)  # encoded by the damaged one
     tok = BPETokenizer.train(train, vocab_size)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tok.tokenizer.save(str(tmp))
-    os.replace(tmp, path)  # atomic, so concurrent readers never see half a file
+    text = tok.tokenizer.to_str().encode()  # written by Python, so a disk error is an OSError
+    write_atomically(path, lambda file: file.write(text), hint=CACHE_HINT)
     tok.cache_path = path
     return tok
 
@@ -275,9 +273,8 @@ def _encode_splits(tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
     train, val = train_val_text()
     splits = tokenizer.encode_tensor(train), tokenizer.encode_tensor(val)
     if ids_path is not None:  # BPE encoding of the training plays takes seconds: keep it
-        tmp = ids_path.with_suffix(f".{os.getpid()}.tmp")
-        torch.save({"train": splits[0], "val": splits[1]}, tmp)
-        os.replace(tmp, ids_path)
+        ids = {"train": splits[0], "val": splits[1]}
+        write_atomically(ids_path, lambda file: torch.save(ids, file), hint=CACHE_HINT)
     return splits
 
 

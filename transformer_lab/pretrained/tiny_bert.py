@@ -1,15 +1,24 @@
 """The tiny BERT the book ships: pretrained on Shakespeare by ``training.tiny_bert``,
-saved in ``assets/`` and loaded here."""
+saved in ``assets/`` and loaded here.
+
+:func:`save_tiny_bert` writes the weights, the tokenizer and the JSON together: all three
+are first written in full beside their targets, then moved into place, so a failure (a
+value JSON cannot hold, a full disk) leaves the folder as it was and no temporary file.
+It writes into the package's ``assets/`` only when given that folder (:data:`DATA_DIR`,
+as ``scripts/experiments/pretrain_tiny_bert.py`` does); by default it writes into the
+cache folder."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import torch
 
 from transformer_lab.checks import instance_of
+from transformer_lab.data.cache import _disk_error, _temporary_name, cache_dir, write_atomically
 from transformer_lab.device import check_device
 from transformer_lab.models.bert import BertConfig, BertForPreTraining
 from transformer_lab.pretrained.tokenizers import WordPieceTokenizer, _require
@@ -24,19 +33,58 @@ def save_tiny_bert(
     model: BertForPreTraining,
     tokenizer: WordPieceTokenizer,
     info: dict,
-    directory: str | Path = DATA_DIR,
+    directory: str | os.PathLike | None = None,
 ) -> Path:
-    """Write the weights (safetensors), the tokenizer and ``info`` (JSON) to ``directory``."""
+    """Write the weights (safetensors), the tokenizer and ``info`` (JSON) to ``directory``
+    (default: ``tiny_bert`` in the cache folder; pass :data:`DATA_DIR` to replace the
+    shipped files) and return the folder. All three are written before any replaces its
+    old version, so a failure leaves the folder as it was."""
     instance_of(model, BertForPreTraining, "model")
+    instance_of(tokenizer, WordPieceTokenizer, "tokenizer")
     instance_of(info, dict, "info", "a dict (written as JSON)")
-    safetensors_torch = _require("safetensors.torch", "safetensors")
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    safetensors_torch.save_model(model.cpu(), str(directory / WEIGHTS))
-    tokenizer.backend.save(str(directory / TOKENIZER))
-    config = dataclasses.asdict(model.config)
-    (directory / INFO).write_text(json.dumps({"config": config, **info}, indent=1) + "\n")
+    if directory is not None:
+        instance_of(directory, (str, os.PathLike), "directory", "a folder path")
+    try:
+        text = json.dumps({"config": dataclasses.asdict(model.config), **info}, indent=1)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"info must hold only values JSON can write: {err}") from err
+    files = {
+        WEIGHTS: _weights(model),
+        TOKENIZER: tokenizer.backend.to_str(pretty=True).encode(),
+        INFO: (text + "\n").encode(),
+    }
+    directory = cache_dir() / "tiny_bert" if directory is None else Path(directory)
+    staged, target = {}, directory
+    try:
+        for name, data in files.items():  # every file in full, under a temporary name
+            target = directory / name
+            staged[name] = write_atomically(_temporary_name(target), _put(data))
+        for name, tmp in staged.items():
+            target = directory / name
+            os.replace(tmp, target)
+    except OSError as err:
+        raise _disk_error(err, target) from err
+    finally:
+        for tmp in staged.values():
+            tmp.unlink(missing_ok=True)
     return directory
+
+
+def _put(data: bytes):
+    return lambda file: file.write(data)
+
+
+def _weights(model: BertForPreTraining) -> bytes:
+    """The model's weights as safetensors bytes; a tensor shared under several names is
+    stored once (``safetensors.torch.load_model`` restores the sharing)."""
+    safetensors_torch = _require("safetensors.torch", "safetensors")
+    tensors, seen = {}, set()
+    for name, t in model.state_dict().items():
+        key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape))
+        if key not in seen:
+            seen.add(key)
+            tensors[name] = t.detach().cpu().contiguous()
+    return safetensors_torch.save(tensors)
 
 
 def tiny_bert_info(directory: str | Path = DATA_DIR) -> dict:

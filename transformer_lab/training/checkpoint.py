@@ -14,23 +14,44 @@ optimizer, schedule, losses, step count and random generators are restored, and 
 continues where the saved run left it. The result then covers the whole run, and ``steps``
 counts from its start. In a run of several processes rank 0 writes the file, with the
 generators of every rank, and each rank resumes its own.
+
+A resumed run is the run it says it is. The checkpoint records the settings that produced
+it: the model's class and config, the optimizer's class and hyperparameters (learning
+rate, betas, weight decay... of every parameter group), the loss function's name, the seed,
+the gradient clipping, whether a learning-rate schedule runs, the number of processes, and
+whatever the recipe adds (``train(..., run_config=...)``; ``train_gpt`` adds its recipe,
+its seed, the window length and a digest of the training tokens). Resuming with other
+settings is refused before anything is restored, with a message naming each setting that
+changed, its saved value and the new one. What may change on resume is only
+what does not change the steps already taken or still to come: where the loop stops
+(``steps``, ``seconds``; a recipe's own ``until``), evaluation, progress, threads, the device
+and how often to save.
+
+Nothing is lost to a disk: :func:`save_checkpoint` refuses, at save time and naming the key,
+an ``extra`` or ``config`` value that ``weights_only`` loading would refuse later; the file is
+written atomically (:func:`~transformer_lab.data.cache.write_atomically`), so a failed save
+leaves the previous checkpoint and no temporary file; :func:`load_checkpoint` refuses a
+truncated or foreign file with a message that names it; and the loop checks that the
+checkpoint's folder is writable before its first step.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from transformer_lab.checks import instance_of, int_at_least
+from transformer_lab.data.cache import _disk_error, write_atomically
 
 __all__ = ["rng_state", "set_rng_state", "save_checkpoint", "load_checkpoint"]
 
-FORMAT = 1  # bumped when the layout of the saved dict changes
+FORMAT = 2  # bumped when the layout of the saved dict changes (2: the run's settings)
+_READABLE = (1, 2)  # format 1 lacks the settings: it loads, but does not resume
 
 
 def rng_state() -> dict:
@@ -88,17 +109,25 @@ def save_checkpoint(
     evals: list[tuple[int, float]] | None = None,
     rng_states: list[dict] | None = None,
     extra: dict | None = None,
+    config: dict | None = None,
 ) -> Path:
-    """Write a run's state to ``path`` and return the path.
+    """Write a run's state to ``path`` in one step and return the path.
 
     ``rng_states``: one :func:`rng_state` per process (default: this process's only).
     ``extra``: any further plain values (a config as a dict, the data's name...).
+    ``config``: the settings that produced the run, which a resume compares with its own.
+    Both hold only what ``weights_only`` loading reads back: None, bool, int, float, str,
+    tensors, and lists, tuples and dicts of them; anything else is refused here, naming
+    its key, rather than at resume time. A failed write leaves the previous file as it was.
     """
     instance_of(path, (str, os.PathLike), "path", "a file path")
     instance_of(model, torch.nn.Module, "model", "an nn.Module")
     instance_of(optimizer, torch.optim.Optimizer, "optimizer", "a torch optimizer")
     int_at_least(step, 0, "step")
-    path = Path(path)
+    for name, value in (("extra", extra), ("config", config)):
+        if value is not None:
+            instance_of(value, dict, name, "a dict of plain values")
+            _check_plain(value, name)
     state = {
         "format": FORMAT,
         "step": step,
@@ -109,27 +138,161 @@ def save_checkpoint(
         "evals": [(int(s), float(v)) for s, v in (evals or [])],
         "rng": rng_states if rng_states is not None else [rng_state()],
         "extra": extra or {},
+        "config": config,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
-    return path
+    return write_atomically(path, lambda file: torch.save(state, file))
 
 
 def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
-    """Read a checkpoint written by :func:`save_checkpoint` (safely: ``weights_only=True``)."""
+    """Read a checkpoint written by :func:`save_checkpoint` (safely: ``weights_only=True``).
+    A truncated or foreign file is refused with a ``ValueError`` that names it."""
     instance_of(path, (str, os.PathLike), "path", "a file path")
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
-    state = torch.load(path, map_location=map_location, weights_only=True)
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except OSError as err:
+        raise _disk_error(err, path, "read") from err
+    except Exception as err:  # the reader fails in many ways on a damaged or foreign file
+        reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise ValueError(
+            f"{path} is not a readable transformer_lab checkpoint (truncated, damaged or "
+            f"written by something else than save_checkpoint): {reason}"
+        ) from err
+    if not isinstance(state, dict) or state.get("format") not in _READABLE:
         raise ValueError(f"{path} is not a transformer_lab checkpoint (format {FORMAT})")
     return state
 
 
-def _save_run(path, model, optimizer, scheduler, result, place) -> None:
+_PLAIN = (type(None), bool, int, float, str, torch.Tensor, torch.nn.Parameter)
+_ADVICE = {  # how to turn a refused value into one that loads
+    "numpy": "a NumPy value: int(value), float(value) or torch.from_numpy(value)",
+    "dataclass": "a dataclass: dataclasses.asdict(value)",
+    "path": "a path: str(value)",
+}
+
+
+def _check_plain(value, where: str) -> None:
+    """Refuse, naming where it sits, a value that ``weights_only`` loading would refuse."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return
+    if kind in (list, tuple):
+        for i, item in enumerate(value):
+            _check_plain(item, f"{where}[{i}]")
+        return
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) not in (str, int):
+                raise TypeError(f"{where} has the key {key!r}; keys must be str or int")
+            _check_plain(item, f"{where}[{key!r}]")
+        return
+    if kind.__module__.split(".")[0] == "numpy":
+        advice = _ADVICE["numpy"]
+    elif dataclasses.is_dataclass(value):
+        advice = _ADVICE["dataclass"]
+    elif isinstance(value, os.PathLike):
+        advice = _ADVICE["path"]
+    else:
+        advice = "a plain value"
+    raise TypeError(
+        f"{where} is a {kind.__module__}.{kind.__qualname__}, which load_checkpoint "
+        "(weights_only=True) would refuse; a checkpoint holds None, bool, int, float, str, "
+        f"tensors, and lists, tuples and dicts of them: store it as {advice}"
+    )
+
+
+def _plain(value):
+    """``value`` as checkpoint-safe plain data (tuples as lists, anything odd as its repr)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, torch.Tensor):
+        return _plain(value.tolist())
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return type(value)(value) if value is not None else None
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    return repr(value)
+
+
+# optimizer entries that say how it computes, not what: they may differ on resume
+_HOW = {"params", "initial_lr", "foreach", "fused", "capturable", "differentiable"}
+
+
+def _run_settings(model, optimizer, loss_fn, *, seed, grad_clip, schedule, world_size, extra):
+    """What determines a run of :func:`~transformer_lab.training.loop.train`: the model, the
+    optimizer's hyperparameters (base learning rate of a scheduled group), the loss, the
+    seed, the clipping, the schedule's presence, the processes, and ``extra`` (a recipe's
+    own settings, under their own names)."""
+    config = getattr(model, "config", None)
+    model_settings = {"class": type(model).__qualname__}
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        model_settings.update(_plain(dataclasses.asdict(config)))
+    groups = [
+        {
+            k: _plain(g.get("initial_lr", v) if k == "lr" else v)
+            for k, v in g.items()
+            if k not in _HOW
+        }
+        for g in optimizer.param_groups
+    ]
+    loss = getattr(loss_fn, "__qualname__", type(loss_fn).__qualname__)
+    settings = {
+        "model": model_settings,
+        "optimizer": {"class": type(optimizer).__qualname__, "groups": groups},
+        "loop": {
+            "loss_fn": f"{getattr(loss_fn, '__module__', '')}.{loss}",
+            "seed": _plain(seed),
+            "grad_clip": _plain(grad_clip),
+            "lr_schedule": schedule,
+            "world_size": world_size,
+        },
+    }
+    if extra:
+        clash = sorted(settings.keys() & extra.keys())
+        if clash:
+            raise ValueError(f"run_config may not use the loop's own names {clash}")
+        settings.update(extra)
+    return settings
+
+
+def _flat(value, prefix: str = "") -> dict:
+    """Nested settings as ``{"recipe.lr": 0.001, "optimizer.groups[0].lr": ...}``."""
+    if isinstance(value, dict):
+        items = [(f"{prefix}.{k}" if prefix else str(k), v) for k, v in value.items()]
+    elif isinstance(value, (list, tuple)) and value and all(isinstance(v, dict) for v in value):
+        items = [(f"{prefix}[{i}]", v) for i, v in enumerate(value)]
+    else:
+        return {prefix: list(value) if isinstance(value, tuple) else value}
+    return {k: v for key, item in items for k, v in _flat(item, key).items()}
+
+
+def _check_same_run(path, saved: dict | None, now: dict) -> None:
+    """Refuse to resume the run saved in ``path`` with other settings, naming each change."""
+    if saved is None:
+        raise ValueError(
+            f"{path} was saved without the settings of its run (an older format), so a "
+            "resume cannot be checked against them; start the run again"
+        )
+    old, new = _flat(saved), _flat(now)
+    missing = "(absent)"
+    changed = [
+        f"{key}: {old.get(key, missing)!r} -> {new.get(key, missing)!r}"
+        for key in dict.fromkeys([*old, *new])
+        if old.get(key, missing) != new.get(key, missing)
+    ]
+    if changed:
+        raise ValueError(
+            f"{path} holds a run with other settings; resume it with the settings it was "
+            "saved with, or start a new run elsewhere. Changed (saved -> now): "
+            + "; ".join(changed)
+        )
+
+
+def _save_run(path, model, optimizer, scheduler, result, place, settings) -> None:
     """Save the run of :func:`~transformer_lab.training.loop.train` that ``result`` records;
     in a distributed run, rank 0 writes every rank's generators and all wait for the file."""
     states = [rng_state()]
@@ -146,16 +309,18 @@ def _save_run(path, model, optimizer, scheduler, result, place) -> None:
             losses=result.losses,
             evals=result.evals,
             rng_states=states,
+            config=settings,
         )
     if place.distributed:
         torch.distributed.barrier()  # nobody reads the file before it is complete
 
 
-def _resume_run(path, model, optimizer, scheduler, result, place, stream: Iterator) -> None:
-    """Continue the run saved in ``path``: restore the weights, the optimizer, the schedule
-    and ``result``, draw and skip the batches the saved run used, and restore this process's
-    random generators."""
+def _resume_run(path, model, optimizer, scheduler, result, place, stream, settings) -> None:
+    """Continue the run saved in ``path`` if ``settings`` are the saved run's: restore the
+    weights, the optimizer, the schedule and ``result``, draw and skip the batches the
+    saved run used, and restore this process's random generators."""
     state = load_checkpoint(path, map_location=next(model.parameters()).device)
+    _check_same_run(path, state.get("config"), settings)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     if (scheduler is None) != (state["scheduler"] is None):

@@ -12,6 +12,11 @@ replica takes the same optimizer step and the replicas stay equal::
 
 Run without torchrun, :func:`setup` joins nothing and returns a one-process
 :class:`DistInfo`, and the training loop behaves exactly as on one device.
+
+A launch is all or nothing: some of the five variables without the others is an error
+naming the missing ones (a process that trained alone as "rank 0 of 1" while its
+partners wait would overwrite their checkpoint), and so is a ``RANK`` outside
+``0 .. WORLD_SIZE - 1``, which would otherwise wait forever for partners that never come.
 """
 
 from __future__ import annotations
@@ -60,8 +65,41 @@ class DistInfo:
 
 
 def launched() -> bool:
-    """True when torchrun (or another launcher) has set the process group's variables."""
+    """True when torchrun (or another launcher) has set all the process group's variables
+    (:func:`setup` refuses a partial set)."""
     return all(name in os.environ for name in _ENV)
+
+
+def _launch_place() -> tuple[int, int, int] | None:
+    """``(rank, world_size, local_rank)`` from the launcher's variables, None when none is
+    set; a partial or inconsistent set is a ``ValueError`` that says what is wrong."""
+    present = [name for name in _ENV if name in os.environ]
+    if not present:
+        return None
+    missing = [name for name in _ENV if name not in os.environ]
+    if missing:
+        raise ValueError(
+            f"a launch across processes needs all of {', '.join(_ENV)}; "
+            f"{', '.join(present)} {'is' if len(present) == 1 else 'are'} set but "
+            f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing: start "
+            f"with torchrun, or unset {', '.join(present)} to train in one process"
+        )
+    rank, world, local = (_env_int(n) for n in ("RANK", "WORLD_SIZE", "LOCAL_RANK"))
+    port = _env_int("MASTER_PORT")
+    if world < 1:
+        raise ValueError(f"WORLD_SIZE must be at least 1, got {world}")
+    if not 0 <= rank < world:
+        raise ValueError(
+            f"RANK={rank} is outside the world of WORLD_SIZE={world} processes "
+            f"(need 0 <= RANK < {world}); it would wait forever for its partners"
+        )
+    if not 0 <= local <= rank:
+        raise ValueError(f"LOCAL_RANK must be in 0..RANK={rank}, got {local}")
+    if not 0 < port < 65536:
+        raise ValueError(f"MASTER_PORT must be a port number in 1..65535, got {port}")
+    if not os.environ["MASTER_ADDR"].strip():
+        raise ValueError("MASTER_ADDR is empty; it must name the host of rank 0")
+    return rank, world, local
 
 
 def _env_int(name: str) -> int:
@@ -79,6 +117,8 @@ def setup(device: torch.device | str | None = None, backend: str | None = None) 
     (or None on a machine without CUDA) keeps every process on the CPU. ``backend``: None
     picks NCCL for CUDA and gloo for the CPU. Without torchrun nothing is joined and the
     result describes one process on ``device``. Calling it again returns the same answer.
+    Some of the launcher's variables without the others, or a ``RANK`` outside the world,
+    is a ``ValueError`` (never a silent run alone, never a wait).
     """
     if device is not None:
         device = check_device(device)
@@ -88,9 +128,10 @@ def setup(device: torch.device | str | None = None, backend: str | None = None) 
         device = torch.device("cpu")
     if backend is not None and backend not in ("nccl", "gloo"):
         raise ValueError(f"backend must be 'nccl', 'gloo' or None, got {backend!r}")
-    if not launched():
+    launch = _launch_place()
+    if launch is None:
         return DistInfo(device=device)
-    rank, world, local = (_env_int(n) for n in ("RANK", "WORLD_SIZE", "LOCAL_RANK"))
+    rank, world, local = launch
     if device.type == "cuda":
         device = torch.device("cuda", local)
         torch.cuda.set_device(device)

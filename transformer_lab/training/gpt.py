@@ -8,7 +8,8 @@ one process or, launched by torchrun, on several that split every global batch."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F
@@ -130,6 +131,7 @@ def train_gpt(
     resume: bool = False,
     loss_fn=None,
     until: int | None = None,
+    run_config: dict | None = None,
 ) -> TrainResult:
     """Train ``model`` (any module mapping ids ``[batch, pos]`` to logits) on random windows
     of ``n_ctx`` tokens of ``train_ids`` (default ``model.config.n_ctx``) with ``recipe``;
@@ -141,6 +143,11 @@ def train_gpt(
     example with one that runs under autocast). ``until`` stops the run after that step
     (the schedule still spans ``recipe.steps``), to continue it later with ``resume``.
 
+    A checkpoint records the recipe, ``seed``, ``n_ctx``, the number and a digest of the
+    training tokens, and ``run_config`` (the caller's further settings); a resume with any
+    of them changed is refused, naming each change. ``until`` may change: it says where this
+    call stops. More ``recipe.steps`` is a change of the schedule, hence another run.
+
     Launched by torchrun (after :func:`transformer_lab.training.distributed.setup`), every process
     draws the same global batches of ``recipe.batch_size`` windows and trains on its own
     share of each (:func:`transformer_lab.training.distributed.shard`): N processes then see the
@@ -148,7 +155,12 @@ def train_gpt(
     draws from a generator seeded with ``seed + rank``.
     """
     n_ctx, place = _check_gpt_run(model, train_ids, recipe, n_ctx, seed, until)
+    if run_config is not None:
+        instance_of(run_config, dict, "run_config", "a dict of plain values")
     batches = _windows(train_ids, recipe.batch_size, n_ctx, seed, place)
+    settings = None  # what the checkpoint records and a resume must match
+    if checkpoint is not None:
+        settings = _settings(recipe, seed, n_ctx, train_ids) | (run_config or {})
     # dropout draws from the global generators: seed them for this run only, and give the
     # caller's random state back afterwards
     cuda = [torch.cuda.current_device()] if torch.cuda.is_initialized() else []
@@ -169,6 +181,7 @@ def train_gpt(
             checkpoint=checkpoint,
             checkpoint_every=checkpoint_every,
             resume=resume,
+            run_config=settings,
         )
 
 
@@ -192,6 +205,13 @@ def _check_gpt_run(model, train_ids, recipe, n_ctx, seed, until) -> tuple[int, D
             f"over {place.world_size} processes"
         )
     return n_ctx, place
+
+
+def _settings(recipe: TrainRecipe, seed: int, n_ctx: int, ids: torch.Tensor) -> dict:
+    """What decides a run of :func:`train_gpt` beyond the model and the optimizer."""
+    digest = hashlib.sha256(ids.cpu().numpy().tobytes()).hexdigest()[:16]
+    data = {"tokens": len(ids), "sha256": digest}
+    return {"recipe": asdict(recipe), "seed": int(seed), "n_ctx": n_ctx, "data": data}
 
 
 def _windows(ids: torch.Tensor, batch_size: int, n_ctx: int, seed: int, place: DistInfo):

@@ -21,7 +21,13 @@ the data sets' ``Batch``), or element by element for tuples, lists and dicts.
 
 Saving and resuming: with ``checkpoint=path`` the run is saved every ``checkpoint_every``
 steps, if given, and when the loop ends; ``resume=True`` continues it exactly (see
-:mod:`transformer_lab.training.checkpoint`).
+:mod:`transformer_lab.training.checkpoint`). The checkpoint's folder is checked for
+writing before the first step, so an unwritable path costs no training. The checkpoint
+records the run's settings (model, optimizer, loss, seed, clipping, schedule, processes,
+and a recipe's ``run_config``); a resume with other settings is refused with a message
+naming each one that changed. ``steps`` and ``seconds`` say where this call stops, not what
+the run is: a resume may go on for more steps (a schedule whose length matters belongs in
+``run_config``, as :func:`~transformer_lab.training.gpt.train_gpt` puts its recipe there).
 
 Several processes: launched by torchrun (see :mod:`transformer_lab.training.distributed`,
 whose ``setup`` must have joined the process group), every process runs this same loop on
@@ -52,9 +58,10 @@ from transformer_lab.checks import (
     positive_int,
     positive_number,
 )
+from transformer_lab.data.cache import check_writable
 from transformer_lab.device import check_device, evaluating, num_threads, seed_everything
 from transformer_lab.training import distributed
-from transformer_lab.training.checkpoint import _resume_run, _save_run
+from transformer_lab.training.checkpoint import _check_plain, _resume_run, _run_settings, _save_run
 from transformer_lab.training.losses import seq2seq_loss
 
 __all__ = ["TrainResult", "to_device", "train", "evaluate"]
@@ -124,6 +131,7 @@ def train(
     checkpoint: str | os.PathLike | None = None,
     checkpoint_every: int | None = None,
     resume: bool = False,
+    run_config: dict | None = None,
 ) -> TrainResult:
     """Train ``model`` on ``batches`` and return the loss history.
 
@@ -151,12 +159,15 @@ def train(
             current setting.
         checkpoint: a file to save the run in, every ``checkpoint_every`` steps and at the end.
         checkpoint_every: how often to save.
-        resume: continue the run saved in ``checkpoint``.
+        resume: continue the run saved in ``checkpoint``, which must have been saved with
+            the same settings (see the module's docstring).
+        run_config: further plain values that determine the run (a recipe, the data's
+            name...); saved in the checkpoint and compared on resume.
     """
     _check_train_args(
         model, batches, loss_fn, steps=steps, seconds=seconds, lr=lr, grad_clip=grad_clip,
         eval_fn=eval_fn, eval_every=eval_every, checkpoint=checkpoint,
-        checkpoint_every=checkpoint_every, resume=resume,
+        checkpoint_every=checkpoint_every, resume=resume, run_config=run_config,
     )  # fmt: skip
     with num_threads(threads):
         if seed is not None:
@@ -164,11 +175,15 @@ def train(
         place = distributed.info()
         device = _place_model(model, device, place)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr) if optimizer is None else optimizer
+        settings = _run_settings(
+            model, optimizer, loss_fn, seed=seed, grad_clip=grad_clip, schedule=bool(lr_schedule),
+            world_size=place.world_size, extra=run_config,
+        ) if checkpoint is not None else None  # fmt: skip
         scheduler = LambdaLR(optimizer, lr_schedule) if lr_schedule else None
         step_fn = _loss_step(model, loss_fn, device, place)  # DDP-wrapped on several processes
         result, stream = TrainResult(), iter(batches)
         if resume:
-            _resume_run(checkpoint, model, optimizer, scheduler, result, place, stream)
+            _resume_run(checkpoint, model, optimizer, scheduler, result, place, stream, settings)
         bar = _progress_bar(steps, desc, result.steps) if progress and place.is_main else None
         start = time.perf_counter()
         model.train()
@@ -187,7 +202,7 @@ def train(
                 if eval_every and result.steps % eval_every == 0 and place.is_main:
                     result.evals.append((result.steps, _run_eval(model, eval_fn)))
                 if checkpoint_every and result.steps % checkpoint_every == 0:
-                    _save_run(checkpoint, model, optimizer, scheduler, result, place)
+                    _save_run(checkpoint, model, optimizer, scheduler, result, place, settings)
                 if out_of_time:
                     result.stopped_by = "seconds"
                     break
@@ -200,7 +215,7 @@ def train(
             result.evals.append((result.steps, _run_eval(model, eval_fn)))
         saved = checkpoint_every and result.steps % checkpoint_every == 0
         if checkpoint is not None and not saved:
-            _save_run(checkpoint, model, optimizer, scheduler, result, place)
+            _save_run(checkpoint, model, optimizer, scheduler, result, place, settings)
         result.seconds = time.perf_counter() - start
         return result
 
@@ -219,6 +234,7 @@ def _check_train_args(
     checkpoint,
     checkpoint_every,
     resume,
+    run_config,
 ) -> None:
     """The checks of :func:`train`'s arguments, each alone and how they go together."""
     _check_model_and_loss(model, loss_fn)
@@ -243,6 +259,13 @@ def _check_train_args(
         raise ValueError("checkpoint_every needs a checkpoint path and must be a positive int")
     if resume and checkpoint is None:
         raise ValueError("resume=True needs the checkpoint path to resume from")
+    if run_config is not None:
+        instance_of(run_config, dict, "run_config", "a dict of plain values")
+        _check_plain(run_config, "run_config")
+    if checkpoint is not None:  # before any step: an unwritable path costs no training
+        if os.path.isdir(checkpoint):
+            raise ValueError(f"checkpoint must be a file path, got the folder {checkpoint}")
+        check_writable(os.path.dirname(os.fspath(checkpoint)) or ".")
 
 
 def _check_model_and_loss(model, loss_fn) -> None:

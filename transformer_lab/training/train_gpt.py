@@ -17,7 +17,19 @@ Two CPU processes (the gloo backend)::
 The run shows a progress bar, evaluates on the held-out play every ``--eval-every`` steps,
 saves a checkpoint in ``OUT/checkpoint.pt`` every ``--checkpoint-every`` steps and at the end
 (``--resume`` continues from it exactly), prints a sample of generated text and writes
-``OUT/summary.json`` (steps, times, tokens per second, held-out loss).
+``OUT/summary.json`` (steps, times, tokens per second, held-out loss). ``OUT`` is checked
+for writing before anything else happens, so an unwritable folder costs no training.
+
+Resuming: ``--resume`` continues the run saved in ``OUT`` only with the settings it was
+saved with: the same ``--preset``, ``--steps``, ``--batch-size``, ``--lr``, ``--seed`` and
+``--bf16``, and as many processes. Any other value is refused before a step is taken,
+with a message naming each setting that changed, its saved value and the new one. Only
+``--until`` (where this run stops; leave it out to run to ``--steps``) and settings that do
+not change the steps (``--device``, ``--threads``, ``--eval-every``, ``--eval-tokens``,
+``--checkpoint-every``, ``--sample``) may differ. ``--steps`` is not a way to extend a run:
+it sets the length of the cosine schedule, so more steps would change the learning rate of
+the steps already taken; stop early with ``--until`` instead. ``summary.json`` records the
+settings of the run, the step it was resumed from and where it stopped.
 """
 
 from __future__ import annotations
@@ -27,11 +39,11 @@ import json
 import sys
 import time
 from dataclasses import asdict, replace
-from pathlib import Path
 
 import torch
 
 from transformer_lab.data import shakespeare
+from transformer_lab.data.cache import check_writable, write_atomically
 from transformer_lab.device import num_threads
 from transformer_lab.generation.sampling import generate
 from transformer_lab.models.gpt import GPT, GPTConfig
@@ -68,8 +80,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-tokens", type=int, default=0, help="held-out tokens to use (0: all)")
     p.add_argument("--checkpoint-every", type=int, default=0, help="save every N steps (0: end)")
     p.add_argument("--out", default="runs/gpt", help="folder for checkpoint.pt and summary.json")
-    p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
-    p.add_argument("--until", type=int, help="stop after this step (resume later with --resume)")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run saved in --out; it must have the saved run's --preset, --steps, "
+        "--batch-size, --lr, --seed, --bf16 and number of processes (else it is refused, "
+        "naming each change); only --until and settings that do not change the steps may differ",
+    )
+    p.add_argument(
+        "--until",
+        type=int,
+        help="stop after this step (resume later with --resume); --steps is not changed on "
+        "resume, as it sets the schedule's length",
+    )
     p.add_argument("--sample", type=int, default=300, help="characters to generate at the end")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = p.parse_args(argv)
@@ -103,6 +126,7 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def _run(args: argparse.Namespace, place: distributed.DistInfo) -> dict:
+    out = check_writable(args.out)  # before anything is computed
     tok = shakespeare.char_tokenizer()
     train_ids, val_ids = shakespeare.encode_splits(tok)
     if args.eval_tokens:
@@ -110,7 +134,6 @@ def _run(args: argparse.Namespace, place: distributed.DistInfo) -> dict:
     config, recipe = _config_and_recipe(args, tok.vocab_size)
     torch.manual_seed(args.seed)
     model = GPT(config).to(place.device)
-    out = Path(args.out)
     say = print if place.is_main else (lambda *a, **k: None)
     say(
         f"GPT {args.preset}: {sum(p.numel() for p in model.parameters()):,} parameters; "
@@ -137,6 +160,7 @@ def _run(args: argparse.Namespace, place: distributed.DistInfo) -> dict:
         resume=args.resume,
         loss_fn=_bf16_loss(place.device.type) if args.bf16 else None,
         until=args.until,
+        run_config={"preset": args.preset, "bf16": args.bf16},
     )
     summary = _summary(args, config, recipe, place, run, clocks)
     if place.is_main:
@@ -147,7 +171,8 @@ def _run(args: argparse.Namespace, place: distributed.DistInfo) -> dict:
             text = tok.decode(generate(model, prompt, args.sample, temperature=0.8)[0].tolist())
             summary["sample"] = text
             say(text)
-        (out / "summary.json").write_text(json.dumps(summary, indent=1))
+        text = json.dumps(summary, indent=1).encode()
+        write_atomically(out / "summary.json", lambda file: file.write(text))
         say(f"wrote {out / 'checkpoint.pt'} and {out / 'summary.json'}")
     return summary
 
@@ -179,6 +204,9 @@ def _summary(args, config, recipe, place, run: TrainResult, clocks: tuple) -> di
         "backend": place.backend,
         "device": str(place.device),
         "bf16": args.bf16,
+        "seed": args.seed,
+        "resumed_from": run.first_step,
+        "until": args.until,
         "steps": run.steps,
         "seconds_loop": run.seconds,
         "seconds_wall": wall,
@@ -196,4 +224,7 @@ def _summary(args, config, recipe, place, run: TrainResult, clocks: tuple) -> di
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except (ValueError, OSError) as err:  # a refused resume, a full disk: said plainly
+        sys.exit(f"train_gpt: error: {err}")
