@@ -185,3 +185,11 @@ case(
     TypeError,
     "input has dtype torch.float64 but the weights torch.float32",
 )
+
+for value, error, fragment in [
+    (2**64, ValueError, "seed must be an int in [-2**63, 2**64), got 18446744073709551616"),
+    (-(2**63) - 1, ValueError, "seed must be an int in [-2**63, 2**64)"),
+    (1.0, TypeError, "seed must be an int, got float"),
+    (True, TypeError, "seed must be an int, got bool"),
+]:
+    case(CH.seed_int, lambda value=value: CH.seed_int(value), error, fragment)

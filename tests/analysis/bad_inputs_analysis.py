@@ -140,3 +140,27 @@ case(
     ValueError,
     "expected='a' is one of the question's words",
 )
+
+
+def _table_with_nan():
+    W_E = torch.randn(6, 4, generator=torch.Generator().manual_seed(0))
+    W_E[5] = float("nan")
+    return W_E, TK.Vocabulary(["a", "b", "c", "d", "e", "f"])
+
+
+for target, thunk, error, fragment in [
+    (E.analogy, lambda: E.analogy("a", "b", "c", *_table_with_nan(), k=2), ValueError,
+     "the vectors must be finite, but the scores of 1 tokens are NaN (e.g. ['f'])"),
+    (E.analogy_rank, lambda: E.analogy_rank("a", "b", "c", "d", *_table_with_nan()),
+     ValueError, "the vectors must be finite"),
+    (E.nearest, lambda: E.nearest("a", *_table_with_nan(), k=2), ValueError,
+     "the vectors must be finite"),
+    (E.nearest, lambda: E.nearest(torch.ones(4, dtype=torch.long), *_table_with_nan()),
+     TypeError, "query must be a floating-point tensor, got torch.int64"),
+    (E.pca_2d, lambda: E.pca_2d(torch.tensor([[0.0, 1.0], [1.0, 0.0], [float("inf"), 0.0]])),
+     ValueError, "X must hold finite numbers, got NaN or inf"),
+    (E.group_separation, lambda: E.group_separation(
+        torch.tensor([[0.0, 1.0], [1.0, float("nan")], [1.0, 0.0]]), ["x", "x", "y"]),
+     ValueError, "X must hold finite numbers, got NaN or inf"),
+]:  # fmt: skip
+    case(target, thunk, error, fragment)

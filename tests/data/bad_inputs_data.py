@@ -429,3 +429,38 @@ case(
 
 case(SC.load, lambda: SC.load(seed="0"), TypeError, "seed must be an int, got str")
 case(SH.spoken_lines, lambda: SH.spoken_lines(None), TypeError, "text must be a str, got NoneType")
+
+
+def _five_scenes():
+    return SC.SceneData({"train": SC.all_scenes()[:5]}, 0)
+
+
+for target, thunk, error, fragment in [
+    (SC.SceneData.batches, lambda: _five_scenes().batches("train", 10), ValueError,
+     "batch_size=10 is more than the 5 train scenes"),
+    (SC.SceneData.batches, lambda: _five_scenes().batches("train", 2, seed=1.5), TypeError,
+     "seed must be an int, got float"),
+    (SC.SceneData.batch, lambda: _five_scenes().batch("train", 1.7), TypeError,
+     "index must be an int, a list of ints or an integer tensor, got 1.7"),
+    (SC.SceneData.batch, lambda: _five_scenes().batch("train", torch.tensor([0.5])), TypeError,
+     "index must be an int, a list of ints or an integer tensor"),
+    (SC.SceneData, lambda: SC.SceneData({"train": SC.all_scenes()[:2]}, seed=None), TypeError,
+     "seed must be an int, got NoneType"),
+    (SC.load, lambda: SC.load(test_fraction=1e-6), ValueError,
+     "test_fraction=1e-06 holds out 0 of 3564 scenes; both splits need at least one"),
+    (SC.load, lambda: SC.load(test_fraction=1), ValueError,
+     "test_fraction must be a float in (0, 1), got 1"),
+    (SC.render, lambda: SC.render(CAP_SCENE, noise=float("nan")), ValueError,
+     "noise must be a non-negative number, got nan"),
+    (SC.render, lambda: SC.render(CAP_SCENE, generator=0), TypeError,
+     "generator must be a torch.Generator or None, got int"),
+    (GR.sample_labelled, lambda: GR.sample_labelled("passages", 3, 0), TypeError,
+     "pool must be a list or tuple of Passages, got str"),
+    (GR.sample_labelled, lambda: GR.sample_labelled([1, 2, 3], 3, 0), TypeError,
+     "pool must hold Passages only"),
+    (GR.majority_baseline, lambda: GR.majority_baseline(GR.GenreTask((), ())), ValueError,
+     "task must have passages in both its train and test sets"),
+    (GR.genre_task, lambda: GR.genre_task(seed="a"), TypeError,
+     "seed must be an int, got str"),
+]:  # fmt: skip
+    case(target, thunk, error, fragment)

@@ -330,3 +330,30 @@ case(
     TypeError,
     "predicted must be a tensor of word ids, got torch.float32",
 )
+
+
+def _cells(batch=1):
+    return f(batch, 9, 8)
+
+
+for target, thunk, error, fragment in [
+    (CAP.Captioner.decode_step, lambda: captioner().decode_step(
+        ids([1]), f(1, 1, 8), _cells()), ValueError,
+     "prev must be [batch], one word per caption, got (1, 1)"),
+    (CAP.Captioner.decode_step, lambda: captioner().decode_step(
+        ids(12), f(1, 1, 8), _cells()), ValueError,
+     "prev has ids in [12, 12] but the vocabulary has 12 tokens"),
+    (CAP.Captioner.decode_step, lambda: captioner().decode_step(
+        ids(1, 2), f(1, 1, 8), _cells()), ValueError,
+     "prev must be [batch] and state [1, 1, 8] for cells of batch 1, got (2,) and (1, 1, 8)"),
+    (CAP.Captioner.decode_step, lambda: captioner().decode_step(
+        ids(1), f(1, 1, 8).long(), _cells()), TypeError,
+     "state must be a floating-point tensor, got torch.int64"),
+    (CAP.Captioner.decode, lambda: captioner().decode(_cells().long(), ids([1, 3])),
+     TypeError, "cells must be a floating-point tensor, got torch.int64"),
+    (CAP.caption_accuracy, lambda: CAP.caption_accuracy(ids([3, 2]), ids([0, 0])), ValueError,
+     "reference holds only padding (pad_id=0): no word to score"),
+    (CAP.caption_accuracy, lambda: CAP.caption_accuracy(ids([3, 2]), ids([3, 2]), pad_id=-1),
+     ValueError, "pad_id must be a non-negative int, got -1"),
+]:  # fmt: skip
+    case(target, thunk, error, fragment)

@@ -168,3 +168,25 @@ case(
     TypeError,
     "tokenizer must be a GGUFTokenizer, got NoneType",
 )
+
+from bad_input_support import gguf_contents  # noqa: E402
+
+for target, thunk, error, fragment in [
+    (GL.llama_from_gguf, lambda: GL.llama_from_gguf(
+        gguf_contents(**{"blk.0.attn_v.weight": np.zeros((8, 8), np.float32)})), ValueError,
+     "tensor 'blk.0.attn_v.weight' has shape (8, 8), but the metadata's sizes give (4, 8)"),
+    (GL.llama_from_gguf, lambda: GL.llama_from_gguf(
+        gguf_contents(**{"output_norm.weight": np.zeros(7, np.float32)})), ValueError,
+     "tensor 'output_norm.weight' has shape (7,), but the metadata's sizes give (8,)"),
+    (GL.llama_from_gguf, lambda: GL.llama_from_gguf(
+        gguf_contents(**{"token_embd.weight": np.zeros((11, 8), np.int64)})), TypeError,
+     "tensor 'token_embd.weight' must be a float numpy array, got int64"),
+    (GL.llama_from_gguf, lambda: GL.llama_from_gguf(
+        gguf_contents(**{"blk.0.ffn_down.weight": np.zeros((12, 8), np.float32)})), ValueError,
+     "tensor 'blk.0.ffn_down.weight' has shape (12, 8), but the metadata's sizes give (8, 12)"),
+    (PT.mean_pool, lambda: PT.mean_pool(f(1, 2, 3), torch.tensor([[2, 1]])), ValueError,
+     "attention_mask must hold only 0 (padding) and 1 (real token)"),
+    (PT.mean_pool, lambda: PT.mean_pool(f(1, 0, 3)), ValueError,
+     "last_hidden_state must have pos >= 1"),
+]:  # fmt: skip
+    case(target, thunk, error, fragment)

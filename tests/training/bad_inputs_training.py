@@ -496,3 +496,67 @@ case(
     "decay must be one of",
 )
 case(SCH.warmup_cosine, lambda: SCH.warmup_cosine(0, 1), ValueError, "steps must be a positive int")
+
+_EMPTY = FT.ClassificationBatch(
+    torch.zeros(0, 3, dtype=torch.long),
+    torch.zeros(0, 3, dtype=torch.long),
+    torch.zeros(0, dtype=torch.long),
+)
+for target, thunk, error, fragment in [
+    (FT.classification_batches, lambda: FT.classification_batches(_EMPTY, 2, 0), ValueError,
+     "data must hold at least one example"),
+    (FT.classification_batches, lambda: FT.classification_batches(labelled(), 2, 2**64),
+     ValueError, "seed must be an int in [-2**63, 2**64)"),
+    (FT.ClassificationBatch, lambda: FT.ClassificationBatch(
+        ids(*[[1, 2, 3]] * 4), torch.ones(4, 3, dtype=torch.long), torch.arange(3)),
+     ValueError, "labels must be [batch] = (4,), one per row of input_ids, got (3,)"),
+    (FT.ClassificationBatch, lambda: FT.ClassificationBatch(
+        ids([1, 2, 3]), ids([1, 2, 1]), ids(0)), ValueError,
+     "attention_mask must hold only 0 (padding) and 1 (real token)"),
+    (FT.ClassificationBatch, lambda: FT.ClassificationBatch(
+        ids([1, 2, 3]), ids([1, 1]), ids(0)), ValueError,
+     "attention_mask must be [batch, pos] = (1, 3), got (1, 2)"),
+    (FT.ClassificationBatch, lambda: FT.ClassificationBatch(
+        f(1, 3), ids([1, 1, 1]), ids(0)), TypeError,
+     "input_ids must be an integer tensor of token ids, got torch.float32"),
+    (FT.ClassificationBatch, lambda: FT.ClassificationBatch(
+        ids([1, 2, 3]), ids([1, 1, 1]), torch.tensor([0.0])), TypeError,
+     "labels must be an integer tensor of token ids, got torch.float32"),
+    (FT.predict, lambda: FT.predict(classifier(), labelled(), batch_size=0), ValueError,
+     "batch_size must be a positive int, got 0"),
+    (FT.predict, lambda: FT.predict(classifier(), _EMPTY), ValueError,
+     "data must hold at least one example"),
+    (FT.classification_accuracy, lambda: FT.classification_accuracy(classifier(), _EMPTY),
+     ValueError, "data must hold at least one example"),
+    (FT.encode_features, lambda: FT.encode_features(classifier(), _EMPTY), ValueError,
+     "data must hold at least one example"),
+    (FT.classification_loss, lambda: FT.classification_loss(classifier(), "batch"), TypeError,
+     "data must be a ClassificationBatch, got str"),
+    (FT.train_classifier, lambda: FT.train_classifier(
+        classifier(), labelled(), steps=2, batch_size=2, lr=1e-3, weight_decay=-1.0),
+     ValueError, "weight_decay must be a non-negative number, got -1.0"),
+    (FT.train_classifier, lambda: FT.train_classifier(
+        classifier(), labelled(), steps=2, batch_size=2, lr=1e-3, warmup=1.0),
+     ValueError, "warmup must be in [0, 1), got 1.0"),
+    (FT.train_classifier, lambda: FT.train_classifier(
+        classifier(), labelled(), steps=2, batch_size=2, lr=float("inf")),
+     ValueError, "lr must be a positive number, got inf"),
+    (FT.train_classifier, lambda: FT.train_classifier(
+        classifier(), _EMPTY, steps=2, batch_size=2, lr=1e-3),
+     ValueError, "data must hold at least one example"),
+    (FT.fit_probe, lambda: FT.fit_probe(torch.tensor([[0.0, float("nan")]] * 2), ids(0, 1), 2),
+     ValueError, "features must be finite, with at least one row"),
+    (FT.fit_probe, lambda: FT.fit_probe(f(4, 2), ids(0, 1, 0, 1), 2, steps=0), ValueError,
+     "steps must be a positive int, got 0"),
+    (FT.fit_probe, lambda: FT.fit_probe(f(4, 2), ids(0, 1, 0, 1), 2, lr=float("nan")),
+     ValueError, "lr must be a positive number, got nan"),
+    (FT.build_classifier, lambda: FT.build_classifier(bert().bert, 3, "probe", seed=2**64),
+     ValueError, "seed must be an int in [-2**63, 2**64)"),
+    (FT.build_classifier, lambda: FT.build_classifier(bert().bert, 1, "probe"), ValueError,
+     "n_classes must be >= 2, got 1"),
+    (FT.tokenize_labelled, lambda: FT.tokenize_labelled(wordpiece(), ["a"], [0.0], 8),
+     TypeError, "labels must be int class ids, got [0.0]"),
+    (FT.tokenize_labelled, lambda: FT.tokenize_labelled(wordpiece(), [], [], 8), ValueError,
+     "texts must be as long as labels, and not empty, got 0 texts and 0 labels"),
+]:  # fmt: skip
+    case(target, thunk, error, fragment)

@@ -289,3 +289,22 @@ case(DSP.source, lambda: DSP.source(DSP.table, start_at="zzz"), ValueError, "sta
 case(DSP.source, lambda: DSP.source(DSP.table, end_before="zzz"), ValueError, "end_before")
 
 case(DSP.table, lambda: DSP.table([(1, 2, 3)], ["a", "b"]), ValueError, "row 0 has 3 cells")
+
+import torch  # noqa: E402
+
+_coords = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+for thunk, error, fragment in [
+    (lambda: WM.word_map_plotly(_coords * float("nan"), ["a", "b"], ["x", "y"]), ValueError,
+     "coords must hold finite numbers, got NaN or inf"),
+    (lambda: WM.word_map_plotly(_coords, "ab", ["x", "y"]), TypeError,
+     "words must be a sequence of str, one per point, got 'ab'"),
+    (lambda: WM.word_map_plotly(_coords, [1, 2], ["x", "y"]), TypeError,
+     "words must be strings"),
+    (lambda: WM.word_map_plotly(_coords, ["a", "b"], ["x", "y"], arrows=[("a", "b")]),
+     TypeError, "arrows must be a dict {label: [(from, to), ...]}, got list"),
+    (lambda: WM.word_map_plotly(_coords, ["a", "b"], ["x", "y"], arrows={"m": [("a",)]}),
+     ValueError, "arrows['m'] must be a list of (from_word, to_word), got [('a',)]"),
+    (lambda: WM.word_map_plotly(_coords, ["a", "b"], ["x", "y"], title=3), TypeError,
+     "title must be a str, got int"),
+]:  # fmt: skip
+    case(WM.word_map_plotly, thunk, error, fragment)
