@@ -3,6 +3,8 @@ of dependent matrix products of a stacked GRU."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
@@ -10,6 +12,7 @@ from transformer_lab.analysis.sequential_depth import is_matrix_product, longest
 from transformer_lab.exercises.runner import (
     CheckResult,
     WrongAnswer,
+    as_number,
     call,
     compare,
     need_tensor,
@@ -91,14 +94,14 @@ def check_gru_chain(fn, *, strict: bool = False, verbose: bool = True) -> CheckR
     def body():
         for n, n_layers in [(1, 1), (6, 1), (5, 2), (9, 3), (3, 4), (12, 2)]:
             describe = f"n={n}, n_layers={n_layers}"
-            got = call(fn, (n, n_layers), describe)
-            if isinstance(got, torch.Tensor) and got.numel() == 1:
-                got = got.item()
-            if isinstance(got, bool) or not isinstance(got, (int, float)) or got != int(got):
+            out = call(fn, (n, n_layers), describe)
+            got = as_number(out)
+            if got is None or not math.isfinite(got) or got != int(got):
                 raise WrongAnswer(
-                    f"your function returned {got!r} for {describe}; it should return a whole "
+                    f"your function returned {out!r} for {describe}; it should return a whole "
                     "number of matrix products."
                 )
+            got = int(got)
             want = _measured_gru_chain(n, n_layers)
             if got == want:
                 continue

@@ -18,7 +18,7 @@ import math
 import torch
 
 from transformer_lab.exercises.ch04_self_attention import check_attention
-from transformer_lab.exercises.runner import CheckResult, WrongAnswer, call, run_check
+from transformer_lab.exercises.runner import CheckResult, WrongAnswer, as_number, call, run_check
 
 __all__ = ["check_attention", "check_score_divisor", "check_half_weight_temperature"]
 
@@ -26,15 +26,16 @@ WORKED_SCORES = (112.0, 96.0, 16.0, 8.0)  # q_1 . k_j in the lectures' example, 
 
 
 def _number(value, what: str) -> float:
-    """``value`` as a float (a Python number or a one-element tensor), else WrongAnswer."""
-    if isinstance(value, torch.Tensor):
-        if value.numel() != 1:
-            raise WrongAnswer(
-                f"{what} should be a single number, got a tensor of shape {tuple(value.shape)}."
-            )
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """``value`` as a float (a Python or NumPy number, or a one-element tensor or array), else
+    WrongAnswer."""
+    number = as_number(value)
+    if number is None and hasattr(value, "shape"):
+        raise WrongAnswer(
+            f"{what} should be a single number, got a tensor of shape {tuple(value.shape)}."
+        )
+    if number is None:
         raise WrongAnswer(f"{what} should be a number, got {type(value).__name__}.")
+    value = number
     if not math.isfinite(value):
         raise WrongAnswer(f"{what} should be a finite number, got {value}.")
     return float(value)

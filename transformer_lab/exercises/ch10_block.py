@@ -3,11 +3,14 @@ the pre-LN block assembled from its parts, and the count of a block's parameters
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from transformer_lab.exercises.runner import (
     CheckResult,
     WrongAnswer,
+    as_number,
     call,
     compare,
     need_tensor,
@@ -179,10 +182,10 @@ def check_block_parameter_count(fn, *, strict: bool = False, verbose: bool = Tru
                     "return three numbers, (attention, feed_forward, layer_norms); got "
                     f"{type(out).__name__} ({describe})."
                 )
-            try:
-                got = [int(v) for v in out]
-            except (TypeError, ValueError):
-                raise WrongAnswer(f"the three counts must be whole numbers ({describe}).") from None
+            got = [as_number(v) for v in out]
+            if any(g is None or not math.isfinite(g) or g != int(g) for g in got):
+                raise WrongAnswer(f"the three counts must be whole numbers ({describe}).")
+            got = [int(g) for g in got]
             block = EncoderBlock(d, heads, d_mlp)
             want = [
                 sum(p.numel() for m in modules for p in m.parameters())

@@ -16,6 +16,7 @@ import torch
 from transformer_lab.exercises.runner import (
     CheckResult,
     WrongAnswer,
+    as_number,
     call,
     compare,
     need_tensor,
@@ -117,11 +118,10 @@ def check_kv_cache_bytes(fn, *, strict: bool = False, verbose: bool = True) -> C
                     f"n_kv_heads={config.n_kv_heads}, d_head={config.d_head}, "
                     f"n_tokens={n_tokens}, batch={batch}"
                 )
-                got = call(fn, (config, n_tokens, batch), describe)
-                if isinstance(got, torch.Tensor) and got.numel() == 1:
-                    got = got.item()
-                if isinstance(got, bool) or not isinstance(got, (int, float)):
-                    raise WrongAnswer(f"return a number of bytes, got {type(got).__name__}.")
+                out = call(fn, (config, n_tokens, batch), describe)
+                got = as_number(out)
+                if got is None:
+                    raise WrongAnswer(f"return a number of bytes, got {type(out).__name__}.")
                 want = _cache_bytes(config, n_tokens, batch)
                 if math.isclose(got, want, rel_tol=1e-9):
                     continue

@@ -7,7 +7,7 @@ from collections import Counter
 
 import torch
 
-from transformer_lab.exercises.runner import CheckResult, WrongAnswer, call, run_check
+from transformer_lab.exercises.runner import CheckResult, WrongAnswer, as_number, call, run_check
 from transformer_lab.models.bert import BertConfig, BertModel
 from transformer_lab.models.classifier import SequenceClassifier
 
@@ -21,13 +21,12 @@ def majority_baseline(train_labels, test_labels) -> float:
 
 
 def _as_float(out, describe: str) -> float:
-    if isinstance(out, torch.Tensor) and out.numel() == 1:
-        out = out.item()
-    if isinstance(out, bool) or not isinstance(out, (int, float)):
+    got = as_number(out)
+    if got is None:
         raise WrongAnswer(
             f"return one number (an accuracy), got {type(out).__name__} ({describe})."
         )
-    return float(out)
+    return float(got)
 
 
 def check_majority_baseline(

@@ -14,7 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from numbers import Integral, Real
 
+import numpy as np
 import torch
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "run_check",
     "call",
     "need_tensor",
+    "as_number",
     "compare",
     "close",
     "largest_difference",
@@ -150,6 +153,19 @@ def need_tensor(out, what: str = "a tensor", tuple_note: str = "") -> torch.Tens
     if not isinstance(out, torch.Tensor):
         raise WrongAnswer(f"your function returned {type(out).__name__}, expected {what}.")
     return out
+
+
+def as_number(value) -> int | float | None:
+    """``value`` as a Python ``int`` or ``float`` if it is one number: a Python or NumPy
+    scalar (``np.int64``, ``np.float32``), or a tensor or NumPy array holding one element;
+    else None. A ``bool`` is not a number here."""
+    if isinstance(value, torch.Tensor | np.ndarray):
+        if math.prod(value.shape) != 1:
+            return None
+        value = value.item()
+    if isinstance(value, bool | np.bool_) or not isinstance(value, Real):
+        return None
+    return int(value) if isinstance(value, Integral) else float(value)
 
 
 def close(got: torch.Tensor, want: torch.Tensor, equal_nan: bool = False) -> bool:
