@@ -25,6 +25,8 @@ from transformer_lab.checks import (
 )
 from transformer_lab.nn.masks import check_mask
 
+_HALF = (torch.float16, torch.bfloat16)  # computed in float32 where they would overflow
+
 __all__ = [
     "broadcast_shape",
     "check_qkv",
@@ -134,7 +136,8 @@ def attention_weights(scores: torch.Tensor, mask: torch.Tensor | None = None) ->
     """Softmax over keys with masked positions set to ``-inf`` first.
 
     A query row whose mask is all False (nothing to attend to) gets weights of zero
-    instead of the NaN that ``softmax`` of an all ``-inf`` row would give.
+    instead of the NaN that ``softmax`` of an all ``-inf`` row would give. Computed in
+    float32; returns ``scores``' dtype.
     """
     floating_tensor(scores, "scores")
     if mask is not None:
@@ -143,14 +146,21 @@ def attention_weights(scores: torch.Tensor, mask: torch.Tensor | None = None) ->
 
 
 def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    if mask is None:
-        return torch.softmax(scores, dim=-1)
-    scores = scores.masked_fill(~mask, float("-inf"))
-    empty = _empty_rows(mask)
-    if empty is None:
-        return torch.softmax(scores, dim=-1)
-    scores = scores.masked_fill(empty, 0.0)
-    return torch.softmax(scores, dim=-1).masked_fill(empty, 0.0)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+        empty = _empty_rows(mask)
+        if empty is not None:
+            scores = scores.masked_fill(empty, 0.0)
+            return _softmax(scores).masked_fill(empty, 0.0)
+    return _softmax(scores)
+
+
+def _softmax(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last axis, half precision widened to float32 (float32 and float64
+    as they are), returned in ``scores``' dtype."""
+    if scores.dtype in _HALF:
+        return torch.softmax(scores, dim=-1, dtype=torch.float32).to(scores.dtype)
+    return torch.softmax(scores, dim=-1)
 
 
 def scaled_dot_product_attention(
@@ -178,6 +188,9 @@ def scaled_dot_product_attention(
             computes the output without materialising the weights, and ``None`` is
             returned in their place.
 
+    Half-precision inputs (or autocast) get scores and softmax in float32, so large finite
+    scores never turn into inf or NaN; output and weights come back in ``q``'s dtype.
+
     Returns:
         output ``[..., query_pos, d_value]`` and weights ``[..., query_pos, key_pos]``.
     """
@@ -192,13 +205,30 @@ def scaled_dot_product_attention(
         fraction(dropout_p, "dropout_p", closed=False)
     if not need_weights:
         return _fused(q, k, v, mask, scale, dropout_p), None
-    # scale the queries before the product, not the scores after it: in float16 a raw
-    # score above 65504 would overflow to inf before the scaling could bring it back
+    if q.dtype in _HALF or torch.is_autocast_enabled(q.device.type):
+        # float16 scores overflow past 65504 (inf, then NaN): the same steps in float32
+        return _explicit_float32(q, k, v, mask, scale, dropout_p)
     scores = (q * scale) @ k.transpose(-2, -1)  # [..., query_pos, key_pos]
     weights = _masked_softmax(scores, mask)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     return weights @ v, weights  # [..., query_pos, d_value]
+
+
+def _explicit_float32(q, k, v, mask, scale, dropout_p):
+    """The explicit path in float32 for half-precision inputs or under autocast: a float16
+    score passes 65504 and becomes inf (then NaN after the softmax) long before a float32
+    one would. Autocast is switched off here, or it would cast the products back down.
+    The output and the weights come back in ``q``'s dtype."""
+    with torch.autocast(q.device.type, enabled=False):
+        dtype, wide = q.dtype, torch.promote_types(q.dtype, torch.float32)  # float64 stays
+        q, k, v = q.to(wide), k.to(wide), v.to(wide)
+        scores = (q * scale) @ k.transpose(-2, -1)  # [..., query_pos, key_pos]
+        weights = _masked_softmax(scores, mask)
+        if dropout_p > 0.0:
+            weights = F.dropout(weights, p=dropout_p)
+        out = weights @ v  # [..., query_pos, d_value]
+    return out.to(dtype), weights.to(dtype)
 
 
 def _fused(q, k, v, mask, scale, dropout_p):

@@ -31,15 +31,20 @@ class LayerNorm(nn.Module):
         self.fused = fused
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Statistics in float32 for half-precision ``x`` (as ``F.layer_norm`` computes
+        them); the result has ``x``'s dtype (the promoted one if gain and bias differ)."""
         layer_input(x, self.gain.shape[0], "LayerNorm")
         if self.fused:
             return F.layer_norm(x, self.gain.shape, self.gain, self.bias, self.eps)
-        mu = x.mean(dim=-1, keepdim=True)  # [..., 1]
-        centered = x - mu  # [..., d_model]
+        # float16 squares overflow from |x| >= 256, so half precision is widened to float32
+        # for the statistics; float32 and float64 stay as they are (no copy)
+        xf = x.to(torch.promote_types(x.dtype, torch.float32))
+        mu = xf.mean(dim=-1, keepdim=True)  # [..., 1]
+        centered = xf - mu  # [..., d_model]
         # the biased variance as a mean of squares: the number x.var(unbiased=False) gives,
         # several times faster on the CPU (forward and backward)
         sigma = (centered.pow(2).mean(dim=-1, keepdim=True) + self.eps).sqrt()  # [..., 1]
-        return centered / sigma * self.gain + self.bias
+        return (centered / sigma).to(x.dtype) * self.gain + self.bias
 
     @classmethod
     def from_torch(cls, m: nn.LayerNorm) -> LayerNorm:
@@ -57,7 +62,8 @@ class LayerNorm(nn.Module):
 
 def rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
     """``x [..., d_model]`` divided by its root mean square over the last axis, times
-    ``gain [d_model]``. The mean is not subtracted."""
+    ``gain [d_model]``. The mean is not subtracted. Statistics in float32 or wider
+    (as in ``F.rms_norm``); returns ``x``'s dtype (the promoted one if ``gain``'s differs)."""
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
         raise TypeError(f"rms_norm expects a floating-point tensor x, got {got}")
@@ -69,8 +75,11 @@ def rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float = 1e-5) -> torch.Te
             f"x has {x.shape[-1] if x.dim() else 0} features but gain has {gain.shape[0]}"
         )
     finite_number(eps, "eps", above=0)
-    inv_rms = torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)  # [..., 1]: 1 / rms
-    return gain * (x * inv_rms)
+    # float16 squares overflow from |x| >= 256: half precision is widened to float32 for
+    # the mean square (float32 and float64 stay as they are, no copy), then cast back
+    xf = x.to(torch.promote_types(x.dtype, torch.float32))
+    inv_rms = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)  # [..., 1]: 1 / rms
+    return gain * (xf * inv_rms).to(x.dtype)
 
 
 class RMSNorm(nn.Module):

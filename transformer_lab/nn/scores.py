@@ -121,7 +121,7 @@ def attend(
             f"values must be [batch, key_pos, d_value] with [batch, key_pos]="
             f"{tuple(keys.shape[:2])}, got {got}"
         )
-    if values.dtype != scores.dtype:
+    if values.dtype != scores.dtype and not torch.is_autocast_enabled(values.device.type):
         raise TypeError(f"values have dtype {values.dtype} but the scores {scores.dtype}")
     weights = attention_weights(scores, mask)  # [batch, key_pos], the mask checked there
     context = (weights.unsqueeze(-2) @ values).squeeze(-2)  # [batch, d_value]
