@@ -88,3 +88,18 @@ def test_minilm_token_embeddings():
     assert vocab[0] == "[PAD]" and vocab[103] == "[MASK]"
     king = [t for t, _ in nearest("king", W_E, vocab, k=5)]
     assert "queen" in king, king
+
+
+def test_analogy_and_nearest_refuse_a_nan_row_instead_of_ranking_it_first():
+    from transformer_lab.analysis.word_vectors import analogy
+
+    W_E = torch.randn(6, 4, generator=torch.Generator().manual_seed(0))
+    vocab = Vocabulary(list("abcdef"))
+    np = pytest.importorskip("numpy")
+    assert len(analogy("a", "b", "c", W_E, vocab, k=np.int64(2))) == 2
+    assert len(nearest("a", W_E, vocab, k=np.int32(3))) == 3
+    W_E[5] = float("nan")
+    with pytest.raises(ValueError, match=r"e.g. \['f'\]"):
+        analogy("a", "b", "c", W_E, vocab, k=2)
+    with pytest.raises(ValueError, match="must be finite"):
+        nearest("a", W_E, vocab)

@@ -180,3 +180,30 @@ def test_bad_inputs_say_what_was_expected(data):
         scenes.parse_caption(["a", "red", "circle"])
     with pytest.raises(ValueError, match="predicted has 1 captions, reference 2"):
         caption_accuracy(torch.tensor([[1]]), torch.tensor([[1], [2]]))
+
+
+def test_decode_step_and_caption_accuracy_check_their_inputs():
+    model = Captioner(CaptionerConfig(d_vocab=12, d_model=8, d_embed=4, channels=4)).eval()
+    cells = model.encode(torch.rand(2, 3, 24, 24))
+    state = model.start(cells)
+    logits, _, _ = model.decode_step(torch.tensor([1, 1]), state, cells)
+    assert logits.shape == (2, 12)
+    with pytest.raises(ValueError, match="vocabulary has 12"):
+        model.decode_step(torch.tensor([1, 12]), state, cells)
+    with pytest.raises(ValueError, match="state"):
+        model.decode_step(torch.tensor([1, 1]), state[:, :1], cells)
+    with pytest.raises(ValueError, match="only padding"):
+        caption_accuracy(torch.tensor([[3, 2]]), torch.tensor([[0, 0]]))
+    np = pytest.importorskip("numpy")
+    assert caption_accuracy(torch.tensor([[3, 2]]), torch.tensor([[3, 2]]), np.int64(0)) == (1, 1)
+
+
+def test_scene_batches_refuse_a_batch_larger_than_the_split():
+    data = scenes.SceneData({"train": scenes.all_scenes()[:5]}, 0)
+    with pytest.raises(ValueError, match="batch_size=6 is more than the 5 train scenes"):
+        data.batches("train", 6)
+    np = pytest.importorskip("numpy")
+    assert next(data.batches("train", np.int64(5))).src.shape[0] == 5
+    assert Thing("red", "circle", np.int64(1), 0).row == 1
+    with pytest.raises(TypeError, match="index must be an int"):
+        data.batch("train", 1.7)

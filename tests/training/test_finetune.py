@@ -220,3 +220,43 @@ def test_probe_through_train_equals_frozen_classifier_predictions():
     frozen.classifier.requires_grad_(False)
     with pytest.raises(ValueError, match="no trainable parameters"):
         train(frozen, classification_batches(data, 4, 0), classification_loss, steps=1)
+
+
+def test_slicing_a_left_padded_batch_keeps_the_tokens():
+    data = ClassificationBatch(
+        torch.tensor([[0, 0, 5], [0, 6, 7]]),
+        torch.tensor([[0, 0, 1], [0, 1, 1]]),
+        torch.tensor([0, 1]),
+    )
+    first = data[0:1]
+    assert first.input_ids.tolist() == [[5]] and first.attention_mask.tolist() == [[1]]
+    both = data[[0, 1]]
+    assert both.input_ids.tolist() == [[0, 5], [6, 7]]
+    right = toy_data(6)[[0, 3]]  # right padding: trimmed on the right
+    assert right.attention_mask[:, -1].any() and right.input_ids.shape[1] == 6
+
+
+def test_batches_refuse_empty_data_and_take_numpy_sizes():
+    empty = ClassificationBatch(*(t[:0] for t in toy_data(3)._tensors()))
+    with pytest.raises(ValueError, match="at least one example"):
+        classification_batches(empty, 2, 0)  # refused at once, not at the first next()
+    np = pytest.importorskip("numpy")
+    batches = classification_batches(toy_data(6), np.int64(4), np.int64(0))
+    assert len(next(batches)) == 4 and len(next(batches)) == 2
+    assert len(predict(SequenceClassifier(tiny_encoder(), 2), toy_data(5), np.int32(2))) == 5
+
+
+def test_a_batch_must_match_its_parts():
+    ids = torch.ones(4, 3, dtype=torch.long)
+    with pytest.raises(ValueError, match="one per row of input_ids"):
+        ClassificationBatch(ids, torch.ones_like(ids), torch.arange(3))
+    with pytest.raises(ValueError, match="only 0 .padding. and 1"):
+        ClassificationBatch(ids, 2 * torch.ones_like(ids), torch.arange(4))
+
+
+def test_mean_pool_refuses_a_mask_that_counts_a_token_twice():
+    h = torch.tensor([[[1.0], [3.0]]])
+    assert mean_pool(h, torch.tensor([[1, 1]])).item() == 2.0
+    assert mean_pool(h, torch.tensor([[True, False]])).item() == 1.0
+    with pytest.raises(ValueError, match="only 0 .padding. and 1"):
+        mean_pool(h, torch.tensor([[2, 1]]))

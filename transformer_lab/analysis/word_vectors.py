@@ -39,7 +39,7 @@ __all__ = [
 
 def one_hot(indices: torch.Tensor, vocab_size: int, dtype=torch.float32) -> torch.Tensor:
     """One-hot vectors ``[..., vocab_size]`` (float, so they can multiply ``W_E``)."""
-    positive_int(vocab_size, "vocab_size")
+    vocab_size = positive_int(vocab_size, "vocab_size")
     indices = torch.as_tensor(indices)
     if indices.dtype.is_floating_point or indices.dtype == torch.bool:
         raise TypeError(f"indices must be integers, got {indices.dtype}")

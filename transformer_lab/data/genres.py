@@ -75,7 +75,7 @@ def split_passages(text: str, words: int = PASSAGE_WORDS) -> list[str]:
     consecutive spoken lines joined until they hold at least ``words`` words. The first
     line of each speech, the speaker's name (``HAMLET:``), is dropped; a last passage
     shorter than ``words`` is dropped too."""
-    positive_int(words, "words")
+    words = positive_int(words, "words")
     out, current, n = [], [], 0
     for line in spoken_lines(text):  # which checks that text is a str
         current.append(line)
@@ -91,8 +91,8 @@ def genre_task(test_per_genre: int = 200, seed: int = 0) -> GenreTask:
     """The genre task: the training pool (all passages of the 19 training plays) and a
     balanced test set of ``test_per_genre`` passages per genre drawn (with ``seed``) from
     the six held-out plays."""
-    integer(test_per_genre, "test_per_genre", minimum=1)
-    integer(seed, "seed")
+    test_per_genre = integer(test_per_genre, "test_per_genre", minimum=1)
+    seed = integer(seed, "seed")
     train: list[Passage] = []
     held: dict[int, list[Passage]] = {label: [] for label in range(len(GENRES))}
     for (folder, slug), (_, text) in zip(PLAYS, load_plays(), strict=True):
@@ -124,7 +124,7 @@ def sample_labelled(
     (the first 32 of each genre are the same in the draw of 32 and of 128 per genre)."""
     if not is_int(n) or n <= 0 or n % len(GENRES):
         raise ValueError(f"n must be a positive multiple of {len(GENRES)}, got {n!r}")
-    integer(seed, "seed")
+    seed = integer(seed, "seed")
     if isinstance(pool, str) or not isinstance(pool, (tuple, list)):
         raise TypeError(f"pool must be a list or tuple of Passages, got {type(pool).__name__}")
     if not all(isinstance(p, Passage) for p in pool):

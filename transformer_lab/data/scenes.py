@@ -185,7 +185,7 @@ class SceneData:
             ok = isinstance(scenes, (list, tuple)) and all(isinstance(s, Scene) for s in scenes)
             if not ok or not scenes:
                 raise TypeError(f"splits[{name!r}] must be a non-empty list of Scenes")
-        seed_int(seed)
+        seed = seed_int(seed)
         tokens = [w for scene in splits["train"] for w in caption(scene)]
         self.vocab = Vocab(tokens)
         self.scenes = splits
@@ -251,7 +251,7 @@ def _row_index(index) -> torch.Tensor:
 
 def load(seed: int = 0, test_fraction: float = 0.2) -> SceneData:
     """All scenes shuffled with ``seed``; ``test_fraction`` of them held out as "test"."""
-    seed_int(seed)
+    seed = seed_int(seed)
     if is_int(test_fraction) or not isinstance(test_fraction, Real) or not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be a float in (0, 1), got {test_fraction!r}")
     scenes = all_scenes()

@@ -22,9 +22,9 @@ class SequenceClassifier(nn.Module):
     ):
         super().__init__()
         instance_of(encoder, BertModel, "encoder")
-        integer(n_classes, "n_classes", minimum=2)
+        n_classes = integer(n_classes, "n_classes", minimum=2)
         one_of(pooling, POOLINGS, "pooling")
-        fraction(dropout, "dropout", closed=False)
+        dropout = fraction(dropout, "dropout", closed=False)
         self.encoder, self.n_classes, self.pooling = encoder, n_classes, pooling
         self.drop = nn.Dropout(dropout)
         self.classifier = nn.Linear(encoder.config.d_model, n_classes)
@@ -52,8 +52,7 @@ class SequenceClassifier(nn.Module):
         """Optimizer groups: the head at ``lr``, the encoder at ``encoder_lr`` (default
         ``lr``); frozen parameters are left out."""
         encoder_lr = lr if encoder_lr is None else encoder_lr
-        positive_number(lr, "lr")
-        positive_number(encoder_lr, "encoder_lr")
+        lr, encoder_lr = positive_number(lr, "lr"), positive_number(encoder_lr, "encoder_lr")
         head = [p for p in self.classifier.parameters() if p.requires_grad]
         body = [p for p in self.encoder.parameters() if p.requires_grad]
         groups = [{"params": head, "lr": lr, "name": "head"}]

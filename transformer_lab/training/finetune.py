@@ -79,7 +79,7 @@ def build_classifier(
     The random draws (a scratch encoder's weights, the new head) come from ``seed``."""
     instance_of(encoder, BertModel, "encoder")
     one_of(method, METHODS, "method")
-    integer(n_classes, "n_classes", minimum=2)
+    n_classes = integer(n_classes, "n_classes", minimum=2)
     torch.manual_seed(seed_int(seed))
     body = BertModel(encoder.config)
     if method != "scratch":
@@ -181,9 +181,7 @@ def classification_batches(
     """Endless shuffled mini-batches of ``data``: a new order every epoch, from ``seed``
     (a ``batch_size`` larger than ``data`` gives all of it, shuffled, every time)."""
     _check_data(data)
-    positive_int(batch_size, "batch_size")
-    seed_int(seed)
-    return _shuffled(data, batch_size, seed)
+    return _shuffled(data, positive_int(batch_size, "batch_size"), seed_int(seed))
 
 
 def _check_data(data) -> None:
@@ -212,7 +210,7 @@ def _in_batches(model, data: ClassificationBatch, batch_size: int, fn) -> torch.
     """``fn((input_ids, attention_mask))`` over ``data`` in slices of ``batch_size``, in eval
     mode on the model's device, concatenated on the CPU."""
     _check_data(data)
-    positive_int(batch_size, "batch_size")
+    batch_size = positive_int(batch_size, "batch_size")
     device = next(model.parameters()).device
     out = []
     with evaluating(model):
@@ -265,11 +263,11 @@ def train_classifier(
     and the (unfrozen) encoder at ``encoder_lr``, warmup then linear decay, through
     :func:`transformer_lab.training.loop.train`."""
     instance_of(model, SequenceClassifier, "model")
-    positive_int(steps, "steps")
+    steps, seed = positive_int(steps, "steps"), seed_int(seed)
     batches = classification_batches(data, batch_size, seed)
     groups = model.parameter_groups(lr, encoder_lr)
-    non_negative_number(weight_decay, "weight_decay")
-    fraction(warmup, "warmup", closed=False)
+    weight_decay = non_negative_number(weight_decay, "weight_decay")
+    warmup = fraction(warmup, "warmup", closed=False)
     fused = next(model.parameters()).device.type in ("cpu", "cuda")
     optimizer = torch.optim.AdamW(groups, weight_decay=weight_decay, fused=fused)
     return train(
@@ -309,12 +307,10 @@ def fit_probe(
         raise ValueError(
             f"features must be finite, with at least one row, got {tuple(features.shape)}"
         )
-    integer(n_classes, "n_classes", minimum=2)
+    n_classes = integer(n_classes, "n_classes", minimum=2)
     check_labels(labels, n_classes)
-    positive_int(steps, "steps")
-    positive_number(lr, "lr")
-    non_negative_number(weight_decay, "weight_decay")
-    seed_int(seed)
+    steps, lr, seed = positive_int(steps, "steps"), positive_number(lr, "lr"), seed_int(seed)
+    weight_decay = non_negative_number(weight_decay, "weight_decay")
     mu = features.mean(0)
     sigma = features.std(0, unbiased=False).clamp_min(1e-6)
     z = (features - mu) / sigma  # [n, d]
