@@ -1,4 +1,8 @@
-"""Losses the training loop minimises: next-token cross-entropy for decoders and seq2seq."""
+"""Losses the training loop minimises: next-token cross-entropy for decoders and seq2seq.
+
+Both take the cross-entropy of half-precision logits in float32 (a log-sum-exp over
+thousands of logits loses too much in bfloat16 and overflows float16); the loss is a
+float32 scalar whatever the model's dtype."""
 
 from __future__ import annotations
 
@@ -30,7 +34,9 @@ def seq2seq_loss(model: nn.Module, batch) -> torch.Tensor:
             f"{tuple(batch.tgt_out.shape)}; expected [batch, tgt_pos, d_vocab]"
         )
     check_labels(batch.tgt_out, logits.shape[-1], ignore_index=batch.pad_id)
-    return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=batch.pad_id)
+    return F.cross_entropy(
+        _float32(logits).flatten(0, 1), batch.tgt_out.flatten(), ignore_index=batch.pad_id
+    )
 
 
 def lm_loss(model: nn.Module, batch) -> torch.Tensor:
@@ -48,4 +54,9 @@ def lm_loss(model: nn.Module, batch) -> torch.Tensor:
             f"targets y must have the shape of x {tuple(logits.shape[:-1])}, got {got}"
         )
     check_labels(y, logits.shape[-1])
-    return F.cross_entropy(logits.flatten(0, 1), y.flatten())
+    return F.cross_entropy(_float32(logits).flatten(0, 1), y.flatten())
+
+
+def _float32(logits: torch.Tensor) -> torch.Tensor:
+    """Half-precision logits as float32; float32 and float64 unchanged (no copy)."""
+    return logits.to(torch.promote_types(logits.dtype, torch.float32))
