@@ -150,3 +150,10 @@ def test_bools_arrays_and_numpy_nan_are_refused(value):
         checks.finite_number(value, "x")
     with pytest.raises(ValueError, match=r"p must be in \[0, 1\]"):
         checks.fraction(value, "p")
+
+
+@pytest.mark.parametrize("check", [checks.positive_int, checks.non_negative_int, checks.integer])
+def test_ints_beyond_63_bits_are_refused(check):
+    assert check(2**63 - 1, "n") == 2**63 - 1
+    with pytest.raises(ValueError, match="n must be"):
+        check(2**63, "n")

@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 
+_INT_LIMIT = 2**63  # sizes and counts beyond int64 fit no tensor
+
+
 def is_int(value) -> bool:
     """An integer that is not a ``bool``: a Python ``int`` or a NumPy integer scalar."""
     return isinstance(value, Integral) and not isinstance(value, bool)
@@ -65,19 +68,21 @@ def integer(value, name: str, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         bound = "positive" if minimum == 1 else f">= {minimum}"
         raise ValueError(f"{name} must be {bound}, got {value}")
+    if abs(value) >= _INT_LIMIT:
+        raise ValueError(f"{name} must be an int of at most 63 bits, got {value}")
     return _plain(value)
 
 
 def positive_int(value, name: str) -> int:
     """``value`` if it is an int >= 1, else "``name`` must be a positive int, got ..."."""
-    if not is_int(value) or value <= 0:
+    if not is_int(value) or not 0 < value < _INT_LIMIT:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return _plain(value)
 
 
 def non_negative_int(value, name: str) -> int:
     """``value`` if it is an int >= 0, else "``name`` must be a non-negative int, got ..."."""
-    if not is_int(value) or value < 0:
+    if not is_int(value) or not 0 <= value < _INT_LIMIT:
         raise ValueError(f"{name} must be a non-negative int, got {value!r}")
     return _plain(value)
 
@@ -236,7 +241,7 @@ def check_token_batch(idx, n_ctx: int, d_vocab: int, offset: int = 0, hint: str 
 def check_token_range(ids: torch.Tensor, d_vocab: int, name: str = "token ids") -> None:
     """Raise a ValueError unless every id is in ``[0, d_vocab)`` (one min/max: negative
     ids would silently index from the end of ``W_E``)."""
-    if ids.numel() == 0:
+    if token_ids(ids, name).numel() == 0:
         return
     low, high = torch.aminmax(ids)
     low, high = int(low), int(high)
@@ -276,7 +281,7 @@ def positive(value, name: str) -> float:
 def int_at_least(value, least: int, name: str) -> int:
     """``value`` if it is an int >= ``least``, else a ValueError "``name`` must be an int
     >= 0, got -1" (one message for a wrong type and a value too small)."""
-    if not is_int(value) or value < least:
+    if not is_int(value) or not least <= value < _INT_LIMIT:
         raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
     return _plain(value)
 

@@ -40,7 +40,11 @@ __all__ = [
 def one_hot(indices: torch.Tensor, vocab_size: int, dtype=torch.float32) -> torch.Tensor:
     """One-hot vectors ``[..., vocab_size]`` (float, so they can multiply ``W_E``)."""
     vocab_size = positive_int(vocab_size, "vocab_size")
-    indices = torch.as_tensor(indices)
+    if not isinstance(indices, torch.Tensor):
+        try:
+            indices = torch.as_tensor(indices)
+        except (RuntimeError, TypeError, ValueError):
+            raise TypeError(f"indices must be integers, got {type(indices).__name__}") from None
     if indices.dtype.is_floating_point or indices.dtype == torch.bool:
         raise TypeError(f"indices must be integers, got {indices.dtype}")
     if indices.numel() and (indices.min() < 0 or indices.max() >= vocab_size):

@@ -22,7 +22,8 @@ class SequenceClassifier(nn.Module):
     ):
         super().__init__()
         instance_of(encoder, BertModel, "encoder")
-        n_classes = integer(n_classes, "n_classes", minimum=2)
+        if integer(n_classes, "n_classes", minimum=2) >= 2**31:
+            raise ValueError(f"n_classes must be < 2**31, got {n_classes}")
         one_of(pooling, POOLINGS, "pooling")
         dropout = fraction(dropout, "dropout", closed=False)
         self.encoder, self.n_classes, self.pooling = encoder, n_classes, pooling

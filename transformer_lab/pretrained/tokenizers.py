@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from transformer_lab.checks import instance_of
+from transformer_lab.checks import instance_of, is_int
 from transformer_lab.device import check_device
 
 __all__ = ["WordPieceTokenizer", "TokenBatch", "GGUFTokenizer", "SPECIAL_TOKENS"]
@@ -69,16 +69,17 @@ class TokenBatch:
         )
 
 
-def _check_max_length(max_length, pair: bool) -> None:
+def _check_max_length(max_length, pair: bool) -> int:
     """Room for the special tokens and at least one token of each text: 3 for
     ``[CLS] A [SEP]``, 5 for ``[CLS] A [SEP] B [SEP]``."""
     least = 5 if pair else 3
-    if not isinstance(max_length, int) or isinstance(max_length, bool) or max_length < least:
+    if not is_int(max_length) or not least <= max_length < 2**32:
         what = "a pair [CLS] A [SEP] B [SEP]" if pair else "[CLS] A [SEP]"
         raise ValueError(
             f"max_length must be an int >= {least} (room for {what} with at least one token "
             f"per text), got {max_length!r}"
         )
+    return int(max_length)
 
 
 class WordPieceTokenizer:
@@ -94,7 +95,7 @@ class WordPieceTokenizer:
     def __init__(self, backend, max_length: int = 512):
         tokenizers = _require("tokenizers", "tokenizers")
         instance_of(backend, tokenizers.Tokenizer, "backend", "a tokenizers.Tokenizer")
-        _check_max_length(max_length, pair=False)
+        max_length = _check_max_length(max_length, pair=False)
         self.backend = tokenizers.Tokenizer.from_str(backend.to_str())  # own copy
         self.backend.no_padding()  # the file may ask for fixed padding; we pad per batch
         self.backend.enable_truncation(max_length)
@@ -191,9 +192,9 @@ class WordPieceTokenizer:
             if not all(isinstance(t, str) for t in pairs):
                 raise TypeError("text_pair must be a string or a list of strings")
             inputs = list(zip(texts, pairs, strict=True))
-        _check_max_length(
-            self.max_length if max_length is None else max_length, text_pair is not None
-        )
+        if max_length is not None:
+            max_length = _check_max_length(max_length, text_pair is not None)
+        _check_max_length(self.max_length, text_pair is not None)
         if max_length is not None and max_length != self.max_length:
             self.backend.enable_truncation(max_length)
         try:

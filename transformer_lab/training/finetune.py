@@ -151,9 +151,13 @@ def _batch(ids, mask, labels) -> ClassificationBatch:
 
 
 def tokenize_labelled(
-    tokenizer: WordPieceTokenizer, texts: Sequence[str], labels: Sequence[int], max_length: int
+    tokenizer: WordPieceTokenizer,
+    texts: Sequence[str],
+    labels: Sequence[int],
+    max_length: int | None,
 ) -> ClassificationBatch:
-    """Tokenize ``texts`` (truncated to ``max_length`` tokens) with their ``labels``."""
+    """Tokenize ``texts`` (truncated to ``max_length`` tokens; None: not truncated) with
+    their ``labels``."""
     instance_of(tokenizer, WordPieceTokenizer, "tokenizer")
     if isinstance(texts, str) or not isinstance(texts, Sequence):
         raise TypeError(f"texts must be a list of strings, got {type(texts).__name__}")
@@ -268,6 +272,7 @@ def train_classifier(
     groups = model.parameter_groups(lr, encoder_lr)
     weight_decay = non_negative_number(weight_decay, "weight_decay")
     warmup = fraction(warmup, "warmup", closed=False)
+    _decay_below_one(max(g["lr"] for g in groups), weight_decay)
     fused = next(model.parameters()).device.type in ("cpu", "cuda")
     optimizer = torch.optim.AdamW(groups, weight_decay=weight_decay, fused=fused)
     return train(
@@ -282,6 +287,15 @@ def train_classifier(
         desc="fine-tuning" if len(groups) > 1 else "training the head",
         threads=threads,
     )
+
+
+def _decay_below_one(lr: float, weight_decay: float) -> None:
+    """AdamW multiplies the weights by ``1 - lr * weight_decay`` every step."""
+    if lr * weight_decay >= 1:
+        raise ValueError(
+            f"lr * weight_decay must be < 1 (AdamW scales the weights by 1 - lr * weight_decay "
+            f"each step), got lr={lr} and weight_decay={weight_decay}"
+        )
 
 
 def fit_probe(
@@ -314,8 +328,9 @@ def fit_probe(
     mu = features.mean(0)
     sigma = features.std(0, unbiased=False).clamp_min(1e-6)
     z = (features - mu) / sigma  # [n, d]
+    _decay_below_one(lr, weight_decay)
     torch.manual_seed(seed)
-    linear = nn.Linear(features.shape[1], n_classes)
+    linear = nn.Linear(features.shape[1], n_classes, dtype=features.dtype)
     optimizer = torch.optim.AdamW(linear.parameters(), lr=lr, weight_decay=weight_decay)
     train(
         linear,
@@ -327,7 +342,7 @@ def fit_probe(
         progress=False,
         grad_clip=None,
     )
-    folded = nn.Linear(features.shape[1], n_classes)
+    folded = nn.Linear(features.shape[1], n_classes, dtype=features.dtype)
     with torch.no_grad():  # W (x - mu) / sigma + b = (W / sigma) x + (b - W mu / sigma)
         folded.weight.copy_(linear.weight / sigma)
         folded.bias.copy_(linear.bias - (linear.weight / sigma) @ mu)
