@@ -115,3 +115,11 @@ def test_a_device_this_machine_lacks_is_named(monkeypatch):
         check_device("cuda")
     assert check_device("cpu") == torch.device("cpu")
     assert transformer_lab.device("cpu") == torch.device("cpu")
+
+
+def test_seed_everything_takes_a_numpy_integer_as_the_int_it_holds():
+    transformer_lab.seed_everything(np.int64(7))
+    drawn = torch.rand(3), np.random.rand(2)
+    transformer_lab.seed_everything(7)
+    torch.testing.assert_close(drawn[0], torch.rand(3))
+    np.testing.assert_array_equal(drawn[1], np.random.rand(2))

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from transformer_lab.checks import positive_int
+from transformer_lab.checks import integer, positive_int
 
 __all__ = ["device", "seed_everything", "check_device", "num_threads", "evaluating"]
 
@@ -69,10 +69,7 @@ def seed_everything(seed: int = 0, deterministic: bool = False) -> torch.Generat
     With ``deterministic=True`` PyTorch is asked to use deterministic kernels only,
     which matters on CUDA; on the CPU the book's kernels are deterministic already.
     """
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    if seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
+    seed = integer(seed, "seed", minimum=0)  # NumPy integers too, as plain ints
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)

@@ -461,7 +461,18 @@ case(
 
 case(SCH.warmup_linear, lambda: SCH.warmup_linear(0), ValueError, "steps must be a positive int")
 
-case(SCH.warmup_linear, lambda: SCH.warmup_linear(10, 1.5), ValueError, "warmup must be a share")
+case(
+    SCH.warmup_linear,
+    lambda: SCH.warmup_linear(10, 1.5),
+    ValueError,
+    "warmup (a share of the steps) must be in [0, 1), got 1.5",
+)
+case(
+    SCH.warmup_linear,
+    lambda: SCH.warmup_linear(10, "0.1"),
+    ValueError,
+    "warmup (a share of the steps) must be in [0, 1), got '0.1'",
+)
 
 case(
     FT.train_classifier,

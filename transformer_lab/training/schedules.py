@@ -88,8 +88,7 @@ def warmup_linear(steps: int, warmup: float = 0.1) -> Callable[[int], float]:
     """BERT's fine-tuning schedule for ``train(lr_schedule=...)``: a linear warm-up over the
     first ``warmup`` share of ``steps`` (at least one step), then a linear decay to zero."""
     positive_int(steps, "steps")
-    if not 0.0 <= warmup < 1.0:
-        raise ValueError(f"warmup must be a share in [0, 1), got {warmup!r}")
+    warmup = fraction(warmup, "warmup (a share of the steps)", closed=False)
     n_warm = max(1, math.ceil(warmup * steps))
     return warmup_decay(n_warm, n_warm, steps, "linear")
 
