@@ -1,8 +1,9 @@
 """Losses the training loop minimises: next-token cross-entropy for decoders and seq2seq.
 
-Both take the cross-entropy of half-precision logits in float32 (a log-sum-exp over
-thousands of logits loses too much in bfloat16 and overflows float16); the loss is a
-float32 scalar whatever the model's dtype."""
+Both take the cross-entropy of half-precision logits in float32: a log-sum-exp over
+thousands of logits kept in bfloat16 (8 significant bits) or float16 (11) rounds the loss
+and its gradient more than training can afford. The loss of half-precision logits is a
+float32 scalar."""
 
 from __future__ import annotations
 
