@@ -430,14 +430,8 @@ NOT_SEARCHED = {
     "transformer_lab.checks.layer_input": {"d_model", "layer"},
 }
 
-# (callable, parameter, substitute) -> why it still fails: code outside this work's files
-_NN = "nn/masks.py: being reworked elsewhere (the nn/ pieces are another engineer's files)"
-KNOWN_FAILURES: dict[tuple[str, str, str], str] = {
-    ("transformer_lab.nn.masks.padding_mask", "lengths", "object()"):
-        _NN + "; torch.as_tensor's RuntimeError 'Could not infer dtype of object'",
-    ("transformer_lab.nn.masks.padding_mask", "lengths", "None"):
-        _NN + "; torch.as_tensor's RuntimeError 'Could not infer dtype of NoneType'",
-}  # fmt: skip
+# (callable, parameter, substitute) -> why it still fails
+KNOWN_FAILURES: dict[tuple[str, str, str], str] = {}
 
 NAN, INF = float("nan"), float("inf")
 

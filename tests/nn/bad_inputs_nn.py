@@ -216,6 +216,18 @@ case(M.causal_mask, lambda: M.causal_mask(0), ValueError, "n_query must be posit
 case(M.causal_mask, lambda: M.causal_mask(3.0), TypeError, "n_query must be an int, got float")
 
 case(
+    M.padding_mask,
+    lambda: M.padding_mask(None),
+    TypeError,
+    "lengths must be a 1-d sequence of ints, got None",
+)
+case(
+    M.padding_mask,
+    lambda: M.padding_mask([2, None]),
+    TypeError,
+    "lengths must be a 1-d sequence of ints",
+)
+case(
     M.padding_mask, lambda: M.padding_mask([2, -1]), ValueError, "lengths must be >= 0, got [2, -1]"
 )
 

@@ -63,7 +63,11 @@ def padding_mask(lengths: Sequence[int] | torch.Tensor, max_len: int | None = No
 
     Position ``j`` of sequence ``b`` may be attended to when ``j < lengths[b]``.
     """
-    lengths = _check_lengths(torch.as_tensor(lengths))
+    try:
+        lengths = torch.as_tensor(lengths)
+    except (RuntimeError, TypeError, ValueError):  # None, an object, a ragged list
+        raise TypeError(f"lengths must be a 1-d sequence of ints, got {lengths!r}") from None
+    lengths = _check_lengths(lengths)
     longest = int(lengths.max())
     max_len = integer(longest if max_len is None else max_len, "max_len", minimum=1)
     if max_len < longest:
