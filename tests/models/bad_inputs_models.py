@@ -357,3 +357,42 @@ for target, thunk, error, fragment in [
      ValueError, "pad_id must be a non-negative int, got -1"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)
+
+
+def _s2s_step(prev, state_of):
+    """One decode_step of a small Seq2Seq on a batch-2 source, with the state state_of(final)."""
+    model = s2s()
+    memory = model.encode(torch.tensor([[3, 4], [5, 6]]))
+    return model.decode_step(prev, state_of(memory.final), memory)
+
+
+case(
+    R.Seq2Seq,
+    lambda: _s2s_step(torch.tensor([[1, 1]]), lambda h: h),
+    ValueError,
+    "prev must be [batch], one token per row, got (1, 2)",
+)
+case(
+    R.Seq2Seq,
+    lambda: _s2s_step(torch.tensor([1, 99]), lambda h: h),
+    ValueError,
+    "prev has ids in [1, 99] but the vocabulary has 7 tokens",
+)
+case(
+    R.Seq2Seq,
+    lambda: _s2s_step(torch.tensor([1, 1]), lambda h: h[:, :1]),
+    ValueError,
+    "for a memory of batch 2, prev must be [2] and state a tensor of shape [1, 2, 8]",
+)
+case(
+    R.Seq2Seq,
+    lambda: _s2s_step(torch.tensor([1, 1, 1]), lambda h: h),
+    ValueError,
+    "got prev (3,) and state [(1, 2, 8)]",
+)
+case(
+    R.Seq2Seq,
+    lambda: _s2s_step(torch.tensor([1, 1]), lambda h: None),
+    ValueError,
+    "got prev (2,) and state ['NoneType']",
+)

@@ -218,6 +218,7 @@ class Seq2Seq(_RecurrentDecoder):
     def decode_step(self, prev: torch.Tensor, state, memory: Memory):
         """One decoder step: previous tokens ``prev [batch]`` and RNN ``state`` ->
         ``(logits [batch, d_vocab_tgt], new state, weights [batch, src_pos] or None)``."""
+        self._check_step(prev, state, memory.states.shape[0])
         x = self.W_E_tgt(prev).unsqueeze(1)  # [batch, 1, d_embed]
         out, state = self.decoder(x, state)
         s = out[:, 0]  # [batch, d_hidden]
@@ -225,6 +226,25 @@ class Seq2Seq(_RecurrentDecoder):
             return self._combine(s, self._final_h(memory)), state, None
         context, weights = attend(self.score, s, memory.states, mask=memory.mask)
         return self._combine(s, context), state, weights
+
+    def _check_step(self, prev, state, batch: int) -> None:
+        """``prev [batch]`` target ids, and ``state`` as the decoder returns it: a tensor
+        ``[1, batch, d_hidden]`` (GRU) or a pair of them ``(h, c)`` (LSTM)."""
+        if torch.is_tensor(prev) and prev.dim() != 1:
+            raise ValueError(f"prev must be [batch], one token per row, got {tuple(prev.shape)}")
+        self._check_ids(
+            prev[:, None] if torch.is_tensor(prev) else prev, "prev", self.config.d_vocab_tgt
+        )
+        want = (1, batch, self.config.d_hidden)
+        lstm = self.config.cell == "lstm"
+        parts = state if lstm and isinstance(state, tuple) else (state,)
+        shapes = [tuple(t.shape) if torch.is_tensor(t) else type(t).__name__ for t in parts]
+        if len(parts) != 1 + lstm or any(shape != want for shape in shapes) or len(prev) != batch:
+            kind = "a pair (h, c) of tensors" if lstm else "a tensor"
+            raise ValueError(
+                f"for a memory of batch {batch}, prev must be [{batch}] and state {kind} of shape "
+                f"{list(want)}; got prev {tuple(prev.shape)} and state {shapes}"
+            )
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: logits ``[batch, tgt_pos, d_vocab_tgt]`` for every position of
