@@ -1,10 +1,13 @@
 """The number-words translation data: tokens, splits, determinism, caching, batches."""
 
+import errno
 import itertools
 import json
+import os
 
 import pytest
 import torch
+from disk_faults import full_disk, read_only
 
 from transformer_lab.data import numbers
 
@@ -131,3 +134,24 @@ def test_predict_exact_match_and_accuracy_by_length(tmp_cache):
         numbers.accuracy_by_length(half, torch.tensor([3, 3, 3, 3]), [4, 3])
     with pytest.raises(ValueError, match="predictions"):
         numbers.exact_match([["a"]], [])
+
+
+def test_a_full_disk_or_a_read_only_cache_is_named_and_leaves_no_partial_file(
+    tmp_cache, monkeypatch
+):
+    full_disk(monkeypatch, room=500)
+    with pytest.raises(OSError) as info:
+        numbers.load(**SMALL)
+    assert info.value.errno == errno.ENOSPC
+    assert f"cannot write {tmp_cache}{os.sep}numbers_en_de_" in str(info.value)
+    assert "No space left on device (the disk is full)" in str(info.value)
+    assert list(tmp_cache.iterdir()) == []
+    monkeypatch.undo()
+    monkeypatch.setenv("TRANSFORMER_LAB_CACHE", str(tmp_cache))
+    numbers._load.cache_clear()
+    read_only(tmp_cache, monkeypatch)
+    with pytest.raises(PermissionError, match="Permission denied .*TRANSFORMER_LAB_CACHE"):
+        numbers.load(**SMALL)
+    assert len(numbers.load(use_cache_file=False, **SMALL).train) > 0  # no file: no error
+    tmp_cache.chmod(0o755)
+    assert list(tmp_cache.iterdir()) == []

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from pathlib import Path
 
 import pytest
 import torch
+from disk_faults import full_disk, read_only
 
 from transformer_lab.data import shakespeare as sh
 
@@ -203,3 +206,45 @@ def test_spoken_lines_leave_out_speaker_names():
     assert sh.spoken_lines(macbeth)[0] == "When shall we three meet again"
     with pytest.raises(TypeError, match="text must be a str, got NoneType"):
         sh.spoken_lines(None)
+
+
+@pytest.fixture
+def small_bpe_cache(tmp_path, monkeypatch):
+    """A cache folder of its own and a small training text, for BPE tokenizers built fast."""
+    plays = sh.load_plays()
+    monkeypatch.setattr(sh, "train_val_text", lambda *a, **k: (plays[0][1], plays[1][1]))
+    monkeypatch.setenv("TRANSFORMER_LAB_CACHE", str(tmp_path))
+    sh.bpe_tokenizer.cache_clear()
+    sh._encode_splits.cache_clear()
+    yield tmp_path
+    sh.bpe_tokenizer.cache_clear()
+    sh._encode_splits.cache_clear()
+
+
+def test_a_read_only_cache_is_named_with_its_cause(small_bpe_cache, monkeypatch):
+    read_only(small_bpe_cache, monkeypatch)
+    with pytest.raises(PermissionError) as info:
+        sh.bpe_tokenizer(300)
+    message = str(info.value)
+    assert f"cannot write {small_bpe_cache}{os.sep}shakespeare_bpe_300_" in message
+    assert "Permission denied" in message and "set TRANSFORMER_LAB_CACHE" in message
+    small_bpe_cache.chmod(0o755)
+    assert list(small_bpe_cache.iterdir()) == []
+
+
+def test_a_full_disk_leaves_no_partial_cache_file(small_bpe_cache, monkeypatch):
+    tok = sh.bpe_tokenizer(300)  # built and cached while there is room
+    ids_path = tok.cache_path.with_suffix(".ids.pt")
+    full_disk(monkeypatch, room=100)
+    with pytest.raises(OSError, match=re.escape(f"cannot write {ids_path}: No space left")):
+        sh.encode_splits(tok)
+    assert [p.name for p in small_bpe_cache.iterdir()] == [tok.cache_path.name]
+    tok.cache_path.unlink()
+    sh.bpe_tokenizer.cache_clear()
+    with pytest.raises(OSError) as info:
+        sh.bpe_tokenizer(300)
+    assert info.value.errno == errno.ENOSPC
+    assert f"cannot write {tok.cache_path}: No space left on device (the disk is full)" in str(
+        info.value
+    )
+    assert list(small_bpe_cache.iterdir()) == []

@@ -3,11 +3,15 @@ and checkpoints load with weights_only=True."""
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from disk_faults import full_disk, leftovers, read_only
 
 from transformer_lab.models.gpt import GPT, GPTConfig
 from transformer_lab.training.checkpoint import (
@@ -127,3 +131,150 @@ def test_bad_checkpoints_are_refused(tmp_path):
         train_gpt(_model(0), IDS, RECIPE, until=9)
     with pytest.raises(ValueError, match="checkpoint_every needs a checkpoint path"):
         train(_model(0), [1], lambda m, b: m.W_E.weight.sum(), checkpoint_every=2)
+
+
+# --- what is saved loads back; what would not load is refused when saving -----------------
+
+
+@dataclasses.dataclass
+class _Settings:
+    lr: float = 0.1
+
+
+def _save(path, **kw):
+    model = _model(0)
+    return save_checkpoint(path, model=model, optimizer=torch.optim.SGD(model.parameters()), **kw)
+
+
+@pytest.mark.parametrize(
+    "value, where, kind",
+    [
+        ({"seed": np.int64(3)}, "extra['seed']", "numpy.int64"),
+        ({"lr": np.float64(0.1)}, "extra['lr']", "numpy.float64"),
+        ({"config": _Settings()}, "extra['config']", "dataclasses.asdict"),
+        ({"runs": [Path("runs")]}, "extra['runs'][0]", "str(value)"),
+        ({"ids": np.arange(3)}, "extra['ids']", "numpy.ndarray"),
+        ({"tags": {"a"}}, "extra['tags']", "builtins.set"),
+    ],
+)
+def test_save_refuses_what_weights_only_loading_would_refuse(tmp_path, value, where, kind):
+    with pytest.raises(TypeError) as info:
+        _save(tmp_path / "c.pt", step=0, extra=value)
+    assert where in str(info.value) and kind in str(info.value)
+    assert "weights_only=True" in str(info.value)
+    assert list(tmp_path.iterdir()) == []  # refused before anything is written
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, True, 3, -2.5, "text", torch.arange(3), [1, "a", None], (1, (2.0, "b")), {1: {"x": []}}],
+)
+def test_what_save_accepts_loads_back_with_weights_only(tmp_path, value):
+    path = _save(tmp_path / "c.pt", step=2, extra={"v": value}, config={"v": value})
+    state = torch.load(path, weights_only=True)
+    for got in (state["extra"]["v"], load_checkpoint(path)["config"]["v"]):
+        if isinstance(value, torch.Tensor):
+            assert torch.equal(got, value)
+        else:
+            assert got == value and type(got) is type(value)
+
+
+def test_a_failed_save_keeps_the_previous_checkpoint_and_no_temporary_file(tmp_path, monkeypatch):
+    path = _save(tmp_path / "c.pt", step=1)
+    before = path.read_bytes()
+    full_disk(monkeypatch, room=5000)
+    with pytest.raises(OSError, match=f"cannot write {path}: No space left on device") as info:
+        _save(path, step=2)
+    assert info.value.errno == errno.ENOSPC
+    assert path.read_bytes() == before and load_checkpoint(path)["step"] == 1
+    assert leftovers(tmp_path) == []
+
+
+def test_truncated_and_foreign_files_are_refused_naming_the_file(tmp_path):
+    whole = _save(tmp_path / "c.pt", step=1).read_bytes()
+    (tmp_path / "cut.pt").write_bytes(whole[: len(whole) // 2])
+    (tmp_path / "notes.pt").write_text("not a checkpoint")
+    for name in ("cut.pt", "notes.pt"):
+        with pytest.raises(ValueError, match="is not a readable transformer_lab checkpoint") as err:
+            load_checkpoint(tmp_path / name)
+        assert str(tmp_path / name) in str(err.value)
+
+
+def test_an_unwritable_checkpoint_folder_is_found_before_the_first_step(tmp_path, monkeypatch):
+    folder = tmp_path / "ro"
+    read_only(folder, monkeypatch)
+    calls = []
+
+    def loss(model, batch):
+        calls.append(1)
+        return model(batch).float().mean()
+
+    data = [IDS[:8][None]] * 3
+    with pytest.raises(PermissionError, match=f"cannot write in {folder}: Permission denied"):
+        train(_model(0), data, loss, steps=3, progress=False, checkpoint=folder / "run.pt")
+    assert calls == []  # no step was taken, so none was lost
+
+
+# --- a resumed run is the run it says it is ------------------------------------------------
+
+
+def _lin_run(path, *, resume=False, steps=2, **kw):
+    torch.manual_seed(1)
+    model = torch.nn.Linear(3, 1)
+    data = [torch.randn(4, 3) for _ in range(6)]
+    args = dict(lr=1e-2, seed=0, grad_clip=1.0) | kw
+    return train(
+        model, data, lambda m, b: m(b).pow(2).mean(), steps=steps, progress=False,
+        checkpoint=path, resume=resume, **args,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        (dict(lr=2e-2), "optimizer.groups[0].lr: 0.01 -> 0.02"),
+        (dict(seed=1), "loop.seed: 0 -> 1"),
+        (dict(grad_clip=None), "loop.grad_clip: 1.0 -> None"),
+        (dict(lr_schedule=lambda s: 1.0), "loop.lr_schedule: False -> True"),
+        (dict(run_config={"data": "other"}), "data: '(absent)' -> 'other'"),
+    ],
+)
+def test_a_resume_with_other_settings_is_refused_naming_each(tmp_path, change, fragment):
+    path = tmp_path / "run.pt"
+    _lin_run(path)
+    saved = path.read_bytes()
+    with pytest.raises(ValueError, match="holds a run with other settings") as info:
+        _lin_run(path, resume=True, steps=4, **change)
+    assert fragment in str(info.value) and str(path) in str(info.value)
+    assert path.read_bytes() == saved  # refused before a step: the run is intact
+
+
+def test_a_resume_may_go_on_for_more_steps(tmp_path):
+    path = tmp_path / "run.pt"
+    _lin_run(path)
+    assert _lin_run(path, resume=True, steps=4).steps == 4
+
+
+def test_a_checkpoint_of_another_process_count_or_model_is_refused(tmp_path):
+    path = tmp_path / "run.pt"
+    _lin_run(path)
+    state = load_checkpoint(path)
+    state["config"]["loop"]["world_size"] = 2
+    torch.save(state, path)
+    with pytest.raises(ValueError, match="loop.world_size: 2 -> 1"):
+        _lin_run(path, resume=True)
+    train_gpt(_model(0), IDS, RECIPE, checkpoint=path, until=2)
+    wider = GPT(dataclasses.replace(CONFIG, d_model=32))
+    with pytest.raises(ValueError, match="model.d_model: 16 -> 32"):
+        train_gpt(wider, IDS, RECIPE, checkpoint=path, resume=True)
+
+
+def test_a_checkpoint_without_settings_loads_but_does_not_resume(tmp_path):
+    path = tmp_path / "run.pt"
+    _lin_run(path)
+    state = load_checkpoint(path)
+    state["format"], state["config"] = 1, None  # as the first format saved it
+    torch.save(state, path)
+    assert load_checkpoint(path)["step"] == 2
+    with pytest.raises(ValueError, match="saved without the settings of its run"):
+        _lin_run(path, resume=True)

@@ -170,3 +170,67 @@ def test_ring_all_reduce_rejects_bad_input():
         D.ring_all_reduce([torch.zeros(2), torch.zeros(3)])
     with pytest.raises(TypeError, match="torch.Tensor"):
         D.ring_all_reduce([torch.zeros(2), [0.0, 0.0]])
+
+
+LAUNCH = {
+    "RANK": "1",
+    "WORLD_SIZE": "2",
+    "LOCAL_RANK": "1",
+    "MASTER_ADDR": "localhost",
+    "MASTER_PORT": "29500",
+}
+
+
+def _would_wait(*args, **kwargs):
+    raise AssertionError("joined a process group that would wait for partners")
+
+
+@pytest.mark.parametrize(
+    "unset",
+    [("MASTER_ADDR", "MASTER_PORT"), ("RANK",), ("WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT")],
+)
+def test_a_partial_launch_is_an_error_naming_what_is_missing(monkeypatch, unset):
+    for name, value in LAUNCH.items():
+        monkeypatch.setenv(name, value)
+    for name in unset:
+        monkeypatch.delenv(name)
+    assert not D.launched()
+    with pytest.raises(ValueError) as info:
+        D.setup("cpu")
+    message = str(info.value)
+    assert f"{', '.join(unset)} {'is' if len(unset) == 1 else 'are'} missing" in message
+    assert "start with torchrun, or unset" in message
+
+
+@pytest.mark.parametrize(
+    "changes, fragment",
+    [
+        ({"RANK": "2"}, "RANK=2 is outside the world of WORLD_SIZE=2 processes"),
+        ({"RANK": "-1"}, "RANK=-1 is outside the world"),
+        ({"WORLD_SIZE": "0", "RANK": "0", "LOCAL_RANK": "0"}, "WORLD_SIZE must be at least 1"),
+        ({"LOCAL_RANK": "2"}, "LOCAL_RANK must be in 0..RANK=1, got 2"),
+        ({"MASTER_PORT": "70000"}, "MASTER_PORT must be a port number in 1..65535"),
+    ],
+)
+def test_an_inconsistent_launch_is_an_error_not_a_wait(monkeypatch, changes, fragment):
+    for name, value in {**LAUNCH, **changes}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(D.dist, "init_process_group", _would_wait)
+    with pytest.raises(ValueError, match=None) as info:
+        D.setup("cpu")
+    assert fragment in str(info.value)
+
+
+def test_a_rank_outside_the_world_ends_at_once():
+    """In its own process, so that a setup that waits for partners fails this test by its
+    time limit instead of hanging the suite."""
+    code = "from transformer_lab.training import distributed as D; D.setup('cpu')"
+    env = {**os.environ, **LAUNCH, "RANK": "2", "MASTER_PORT": "29517"}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("setup with RANK=2 of WORLD_SIZE=2 waited instead of refusing")
+    assert done.returncode != 0
+    assert "RANK=2 is outside the world of WORLD_SIZE=2 processes" in done.stderr

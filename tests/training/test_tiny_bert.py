@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from disk_faults import full_disk, leftovers
 from script_loader import load_script
 
 from transformer_lab.data import shakespeare
@@ -141,3 +142,48 @@ def test_the_script_reproduces_the_checkpoint(info, tmp_path):
     rebuilt = TB_FILES.load_tiny_bert(directory=tmp_path)[0].state_dict()
     worst = max((shipped[k] - rebuilt[k]).abs().max().item() for k in shipped)
     assert worst < 1e-2, worst
+
+
+# --- saving: never into the package unless asked, all three files or none -------------------
+
+
+@pytest.fixture
+def small_bert(tmp_path, monkeypatch):
+    """A one-block BERT and a small WordPiece tokenizer, and a cache folder of their own."""
+    monkeypatch.setenv("TRANSFORMER_LAB_CACHE", str(tmp_path / "cache"))
+    tok = WordPieceTokenizer.train(["the cat sat on the mat", "a dog ran"] * 20, vocab_size=60)
+    config = TB.TinyBertRecipe(n_layers=1, d_model=8, n_heads=2, d_mlp=16, vocab_size=60)
+    torch.manual_seed(0)
+    return BertForPreTraining(config.config()), tok
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_save_writes_into_the_cache_unless_given_a_folder(small_bert, tmp_path):
+    shipped = _files(TB_FILES.DATA_DIR)
+    folder = TB_FILES.save_tiny_bert(*small_bert, {"note": "small"})
+    assert folder == tmp_path / "cache" / "tiny_bert" and sorted(_files(folder)) == sorted(FILES)
+    assert _files(TB_FILES.DATA_DIR) == shipped
+    model, _ = TB_FILES.load_tiny_bert(directory=folder)
+    loaded = model.state_dict()
+    for name, p in small_bert[0].state_dict().items():
+        assert torch.equal(p, loaded[name]), name
+    assert TB_FILES.tiny_bert_info(folder)["note"] == "small"
+
+
+def test_a_failed_save_leaves_the_old_files_whole(small_bert, tmp_path, monkeypatch):
+    model, tok = small_bert
+    folder = TB_FILES.save_tiny_bert(model, tok, {"run": 1}, tmp_path / "out")
+    before = _files(folder)
+    with torch.no_grad():
+        next(model.parameters()).add_(1.0)  # new weights
+    with pytest.raises(TypeError, match="info must hold only values JSON can write"):
+        TB_FILES.save_tiny_bert(model, tok, {"path": Path("runs")}, folder)
+    assert _files(folder) == before  # no new weights beside old metadata
+    full_disk(monkeypatch, room=1000)  # the weights fit no more
+    with pytest.raises(OSError, match=f"cannot write {folder / TB_FILES.WEIGHTS}: No space left"):
+        TB_FILES.save_tiny_bert(model, tok, {"run": 2}, folder)
+    assert _files(folder) == before and leftovers(folder) == []
+    TB_FILES.load_tiny_bert(directory=folder)  # still loads

@@ -112,10 +112,23 @@ def write_atomically(
         os.replace(tmp, path)
     except BaseException as err:
         tmp.unlink(missing_ok=True)
-        if isinstance(err, OSError):
-            raise _disk_error(err, path, hint=hint) from err
+        disk = _os_error_in(err)
+        if disk is not None:
+            raise _disk_error(disk, path, hint=hint) from err
         raise
     return path
+
+
+def _os_error_in(err: BaseException) -> OSError | None:
+    """The ``OSError`` behind ``err``: itself, or one it was raised while handling (a
+    writer such as ``torch.save`` may fail again as it cleans up after a full disk)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, OSError):
+            return err
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return None
 
 
 def check_writable(folder: str | os.PathLike, *, hint: str = "") -> Path:

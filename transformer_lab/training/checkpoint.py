@@ -152,7 +152,7 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
         raise FileNotFoundError(f"no checkpoint at {path}")
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
-    except OSError as err:
+    except PermissionError as err:
         raise _disk_error(err, path, "read") from err
     except Exception as err:  # the reader fails in many ways on a damaged or foreign file
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
