@@ -167,9 +167,9 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
 
 _PLAIN = (type(None), bool, int, float, str, torch.Tensor, torch.nn.Parameter)
 _ADVICE = {  # how to turn a refused value into one that loads
-    "numpy": "a NumPy value: int(value), float(value) or torch.from_numpy(value)",
-    "dataclass": "a dataclass: dataclasses.asdict(value)",
-    "path": "a path: str(value)",
+    "numpy": "int(value), float(value) or torch.from_numpy(value)",
+    "dataclass": "dataclasses.asdict(value)",
+    "path": "str(value)",
 }
 
 
@@ -195,11 +195,11 @@ def _check_plain(value, where: str) -> None:
     elif isinstance(value, os.PathLike):
         advice = _ADVICE["path"]
     else:
-        advice = "a plain value"
+        advice = "one of those"
     raise TypeError(
         f"{where} is a {kind.__module__}.{kind.__qualname__}, which load_checkpoint "
         "(weights_only=True) would refuse; a checkpoint holds None, bool, int, float, str, "
-        f"tensors, and lists, tuples and dicts of them: store it as {advice}"
+        f"tensors, and lists, tuples and dicts of them: store {advice} instead"
     )
 
 
