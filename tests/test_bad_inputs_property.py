@@ -57,6 +57,7 @@ from test_bad_inputs import public_callables
 
 import transformer_lab
 from transformer_lab.nn import pooling as POOL
+from transformer_lab.nn.functional import at_least_float32
 
 PACKAGE = str(Path(transformer_lab.__file__).resolve().parent)
 TIME_LIMIT = 10.0  # seconds per call
@@ -103,6 +104,8 @@ VALID = {
         CHECKS.check_token_batch, (ids([1, 2]), 8, 5), {}),
     "transformer_lab.checks.layer_input": lambda: (
         CHECKS.layer_input, (torch.ones(2, 4), 4, "LayerNorm"), {}),
+    "transformer_lab.nn.functional.at_least_float32": lambda: (
+        at_least_float32, (torch.ones(2, 3, dtype=torch.float16),), {}),
     "transformer_lab.nn.masks.causal_mask": lambda: (M.causal_mask, (4,), {}),
     "transformer_lab.nn.masks.padding_mask": lambda: (M.padding_mask, (ids(2, 3), 4), {}),
     "transformer_lab.nn.pooling.mean_pool": lambda: (

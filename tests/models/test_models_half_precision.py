@@ -43,6 +43,8 @@ MODES = [
     pytest.param(torch.bfloat16, "autocast", id="autocast-bfloat16"),
 ]
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 
 def ids(*shape, high, seed=0, low=0):
     return torch.randint(low, high, shape, generator=torch.Generator().manual_seed(seed))
@@ -177,14 +179,6 @@ def rel_errors(got, want):
         for g, w in zip(got, want, strict=True)
         if w.abs().max().item() > 1e-5 * top
     ]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.mark.parametrize("dtype, mode", MODES)

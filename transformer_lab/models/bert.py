@@ -35,6 +35,7 @@ from transformer_lab.checks import (
 )
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.blocks import EncoderBlock
+from transformer_lab.nn.functional import at_least_float32
 from transformer_lab.nn.norms import LayerNorm
 
 __all__ = [
@@ -315,15 +316,13 @@ class BertForPreTraining(nn.Module):
             raise ValueError("no position is masked (every label is IGNORE_INDEX)")
         scores = self.mlm_scores(out.last_hidden_state[chosen])  # [n_masked, d_vocab]
         targets = labels[chosen]  # [n_masked]
-        # cross-entropy in float32 (half-precision scores widened; float32 as it is)
-        wide = torch.promote_types(scores.dtype, torch.float32)
-        mlm_loss = F.cross_entropy(scores.to(wide), targets)
+        mlm_loss = F.cross_entropy(at_least_float32(scores), targets)  # half precision widened
         mlm_acc = (scores.argmax(-1) == targets).float().mean()
         zero = mlm_loss.new_zeros(())
         nsp_loss, nsp_acc = zero, zero
         if is_next is not None:
             nsp_logits = self.nsp(out.pooler_output)  # [batch, 2]
-            nsp_loss = F.cross_entropy(nsp_logits.to(wide), is_next.long())
+            nsp_loss = F.cross_entropy(at_least_float32(nsp_logits), is_next.long())
             nsp_acc = (nsp_logits.argmax(-1) == is_next.long()).float().mean()
         return PreTrainingLoss(
             mlm_loss + nsp_loss, mlm_loss, nsp_loss, mlm_acc.detach(), nsp_acc.detach()

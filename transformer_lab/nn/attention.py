@@ -23,6 +23,7 @@ from transformer_lab.checks import (
     positive_int,
     torch_tensor,
 )
+from transformer_lab.nn.functional import at_least_float32
 from transformer_lab.nn.masks import check_mask
 
 _HALF = (torch.float16, torch.bfloat16)  # computed in float32 where they would overflow
@@ -221,14 +222,9 @@ def _explicit_float32(q, k, v, mask, scale, dropout_p):
     one would. Autocast is switched off here, or it would cast the products back down.
     The output and the weights come back in ``q``'s dtype."""
     with torch.autocast(q.device.type, enabled=False):
-        dtype, wide = q.dtype, torch.promote_types(q.dtype, torch.float32)  # float64 stays
-        q, k, v = q.to(wide), k.to(wide), v.to(wide)
-        scores = (q * scale) @ k.transpose(-2, -1)  # [..., query_pos, key_pos]
-        weights = _masked_softmax(scores, mask)
-        if dropout_p > 0.0:
-            weights = F.dropout(weights, p=dropout_p)
-        out = weights @ v  # [..., query_pos, d_value]
-    return out.to(dtype), weights.to(dtype)
+        wide = (at_least_float32(t) for t in (q, k, v))
+        out, weights = scaled_dot_product_attention(*wide, mask, scale=scale, dropout_p=dropout_p)
+    return out.to(q.dtype), weights.to(q.dtype)
 
 
 def _fused(q, k, v, mask, scale, dropout_p):

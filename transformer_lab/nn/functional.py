@@ -1,11 +1,14 @@
-"""The book's ``x @ W + b``, shared by the layers."""
+"""The book's ``x @ W + b``, shared by the layers, and the float32 widening that norms,
+attention and losses apply to half precision."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-__all__ = ["affine"]
+from transformer_lab.checks import torch_tensor
+
+__all__ = ["affine", "at_least_float32"]
 
 
 def affine(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None = None) -> torch.Tensor:
@@ -22,3 +25,10 @@ def affine(x: torch.Tensor, W: torch.Tensor, b: torch.Tensor | None = None) -> t
             f"affine needs tensors x [..., d_in], W [d_in, d_out], b [d_out] or None of one "
             f"dtype; got x {shapes[0]}, W {shapes[1]}, b {shapes[2]}"
         ) from err
+
+
+def at_least_float32(t: torch.Tensor) -> torch.Tensor:
+    """``t`` in float32 when it is half precision (float16, bfloat16), where squares, sums
+    and exponentials overflow or round too coarsely; float32 and float64 as they are, with
+    no copy."""
+    return torch_tensor(t, "t").to(torch.promote_types(t.dtype, torch.float32))

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_lab.checks import finite_number, layer_input, positive_int, torch_module
+from transformer_lab.nn.functional import at_least_float32
 
 __all__ = ["LayerNorm", "rms_norm", "RMSNorm"]
 
@@ -38,7 +39,7 @@ class LayerNorm(nn.Module):
             return F.layer_norm(x, self.gain.shape, self.gain, self.bias, self.eps)
         # float16 squares overflow from |x| >= 256, so half precision is widened to float32
         # for the statistics; float32 and float64 stay as they are (no copy)
-        xf = x.to(torch.promote_types(x.dtype, torch.float32))
+        xf = at_least_float32(x)
         mu = xf.mean(dim=-1, keepdim=True)  # [..., 1]
         centered = xf - mu  # [..., d_model]
         # the biased variance as a mean of squares: the number x.var(unbiased=False) gives,
@@ -77,7 +78,7 @@ def rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float = 1e-5) -> torch.Te
     finite_number(eps, "eps", above=0)
     # float16 squares overflow from |x| >= 256: half precision is widened to float32 for
     # the mean square (float32 and float64 stay as they are, no copy), then cast back
-    xf = x.to(torch.promote_types(x.dtype, torch.float32))
+    xf = at_least_float32(x)
     inv_rms = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)  # [..., 1]: 1 / rms
     return gain * (xf * inv_rms).to(x.dtype)
 

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_lab.checks import check_labels
+from transformer_lab.nn.functional import at_least_float32
 
 __all__ = ["seq2seq_loss", "lm_loss"]
 
@@ -36,7 +37,7 @@ def seq2seq_loss(model: nn.Module, batch) -> torch.Tensor:
         )
     check_labels(batch.tgt_out, logits.shape[-1], ignore_index=batch.pad_id)
     return F.cross_entropy(
-        _float32(logits).flatten(0, 1), batch.tgt_out.flatten(), ignore_index=batch.pad_id
+        at_least_float32(logits).flatten(0, 1), batch.tgt_out.flatten(), ignore_index=batch.pad_id
     )
 
 
@@ -55,9 +56,4 @@ def lm_loss(model: nn.Module, batch) -> torch.Tensor:
             f"targets y must have the shape of x {tuple(logits.shape[:-1])}, got {got}"
         )
     check_labels(y, logits.shape[-1])
-    return F.cross_entropy(_float32(logits).flatten(0, 1), y.flatten())
-
-
-def _float32(logits: torch.Tensor) -> torch.Tensor:
-    """Half-precision logits as float32; float32 and float64 unchanged (no copy)."""
-    return logits.to(torch.promote_types(logits.dtype, torch.float32))
+    return F.cross_entropy(at_least_float32(logits).flatten(0, 1), y.flatten())
