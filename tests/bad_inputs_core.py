@@ -3,6 +3,8 @@
 Each case: a callable, a call that must fail, the error type and a fragment of the
 message (run by ``tests/test_bad_inputs.py``)."""
 
+import os
+
 import torch
 from bad_input_support import (  # noqa: F401
     DV,
@@ -29,6 +31,27 @@ case(
     lambda: DV.device(3),
     TypeError,
     "prefer must be a device name such as 'cpu', got int",
+)
+
+
+def _gpu_branch_with(value: str):
+    """gpu_branch() with TRANSFORMER_LAB_FORCE_GPU_BRANCHES set to ``value`` for the call."""
+    old = os.environ.get(DV.FORCE_GPU_BRANCHES)
+    os.environ[DV.FORCE_GPU_BRANCHES] = value
+    try:
+        return DV.gpu_branch()
+    finally:
+        if old is None:
+            del os.environ[DV.FORCE_GPU_BRANCHES]
+        else:
+            os.environ[DV.FORCE_GPU_BRANCHES] = old
+
+
+case(
+    DV.gpu_branch,
+    lambda: _gpu_branch_with("yes"),
+    ValueError,
+    "TRANSFORMER_LAB_FORCE_GPU_BRANCHES must be 0 or 1, got 'yes'",
 )
 
 case(

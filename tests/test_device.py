@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import random
 
@@ -10,6 +11,8 @@ import pytest
 import torch
 
 import transformer_lab
+
+DV = importlib.import_module("transformer_lab.device")  # the module, not the function
 
 
 def expected_device() -> str:
@@ -123,3 +126,20 @@ def test_seed_everything_takes_a_numpy_integer_as_the_int_it_holds():
     transformer_lab.seed_everything(7)
     torch.testing.assert_close(drawn[0], torch.rand(3))
     np.testing.assert_array_equal(drawn[1], np.random.rand(2))
+
+
+def test_gpu_branch_is_cuda_when_there_is_one(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv(DV.FORCE_GPU_BRANCHES, "0")
+    assert DV.gpu_branch() == torch.device("cuda")
+
+
+@pytest.mark.parametrize(("forced", "expected"), [(None, None), ("0", None), ("1", "cpu")])
+def test_gpu_branch_without_cuda_runs_on_the_cpu_only_when_forced(monkeypatch, forced, expected):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    if forced is None:
+        monkeypatch.delenv(DV.FORCE_GPU_BRANCHES, raising=False)
+    else:
+        monkeypatch.setenv(DV.FORCE_GPU_BRANCHES, forced)
+    got = DV.gpu_branch()
+    assert got == (None if expected is None else torch.device(expected))

@@ -13,7 +13,16 @@ import torch
 
 from transformer_lab.checks import integer, positive_int
 
-__all__ = ["device", "seed_everything", "check_device", "num_threads", "evaluating"]
+__all__ = [
+    "device",
+    "gpu_branch",
+    "seed_everything",
+    "check_device",
+    "num_threads",
+    "evaluating",
+]
+
+FORCE_GPU_BRANCHES = "TRANSFORMER_LAB_FORCE_GPU_BRANCHES"
 
 
 def check_device(choice, name: str = "device") -> torch.device:
@@ -61,6 +70,22 @@ def device(prefer: str | None = None) -> torch.device:
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def gpu_branch() -> torch.device | None:
+    """The device of a chapter's GPU-only cells: the CUDA device when there is one, else
+    None (the cells show nothing).
+
+    With the environment variable ``TRANSFORMER_LAB_FORCE_GPU_BRANCHES=1`` a machine without
+    CUDA returns the CPU instead, so that those cells and their assertions run there too: the
+    tests execute every chapter's GPU branch this way on the CPU, more slowly.
+    """
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    forced = os.environ.get(FORCE_GPU_BRANCHES, "")
+    if forced not in ("", "0", "1"):
+        raise ValueError(f"{FORCE_GPU_BRANCHES} must be 0 or 1, got {forced!r}")
+    return torch.device("cpu") if forced == "1" else None
 
 
 def seed_everything(seed: int = 0, deterministic: bool = False) -> torch.Generator:
