@@ -464,3 +464,11 @@ for target, thunk, error, fragment in [
      "seed must be an int, got str"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)
+
+case(NU.NumbersConfig, lambda: NU.NumbersConfig(join=0), ValueError, "join must be positive, got 0")
+case(
+    NU.load,
+    lambda: NU.load(joint_vocab="yes"),
+    TypeError,
+    "joint_vocab must be a bool, got str",
+)

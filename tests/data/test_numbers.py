@@ -155,3 +155,50 @@ def test_a_full_disk_or_a_read_only_cache_is_named_and_leaves_no_partial_file(
     assert len(numbers.load(use_cache_file=False, **SMALL).train) > 0  # no file: no error
     tmp_cache.chmod(0o755)
     assert list(tmp_cache.iterdir()) == []
+
+
+def test_joined_sentences_and_a_joint_vocabulary(tmp_cache):
+    single = numbers.load(use_cache_file=False, **SMALL)
+    joined = numbers.load(use_cache_file=False, **{**SMALL, "join": 2})
+    assert len(joined.train) == len(single.train)
+    for pair in joined.train[:50]:
+        first = numbers.number_to_words(pair.number, "en")
+        assert pair.src[: len(first)] == tuple(first) and pair.src[len(first)] == "and"
+        rest = pair.src[len(first) + 1 :]
+        german = tuple(numbers.number_to_words(pair.number, "de"))
+        assert pair.tgt[: len(german)] == german and pair.tgt[len(german)] == "und"
+        assert len(rest) > 0 and len(pair.tgt) > len(german) + 1
+    assert (
+        joined.src_lengths("train").float().mean()
+        > 1.8 * single.src_lengths("train").float().mean()
+    )
+    joint = numbers.load(use_cache_file=False, **{**SMALL, "joint_vocab": True})
+    assert joint.src_vocab is joint.tgt_vocab
+    assert {"twenty", "zwanzig", "thousand", "tausend"} <= set(joint.src_vocab.itos)
+    assert joint.train == single.train  # the same pairs, only the ids differ
+    batch = joint.batch("train", [0, 1])
+    assert joint.tgt_vocab.decode(batch.tgt[0, 1:]) == list(single.train[0].tgt)
+    with pytest.raises(ValueError, match="join must be positive, got 0"):
+        numbers.NumbersConfig(join=0)
+    with pytest.raises(TypeError, match="joint_vocab must be a bool, got int"):
+        numbers.NumbersConfig(joint_vocab=1)
+
+
+def test_the_default_cache_file_keeps_its_name(tmp_cache):
+    """join and joint_vocab at their defaults leave the cache key as it was before them."""
+    from dataclasses import asdict
+    from importlib.metadata import version
+
+    config = numbers.NumbersConfig(**SMALL)
+    old = {k: v for k, v in asdict(config).items() if k not in ("join", "joint_vocab")}
+    key = json.dumps({**old, "num2words": version("num2words"), "v": 1}, sort_keys=True)
+    import hashlib
+
+    assert numbers._cache_file(config).name.endswith(
+        hashlib.sha256(key.encode()).hexdigest()[:16] + ".json"
+    )
+    joint = numbers.NumbersConfig(**SMALL, joint_vocab=True)
+    assert numbers._cache_file(joint) == numbers._cache_file(config)  # same pairs, same file
+    assert numbers._cache_file(numbers.NumbersConfig(**SMALL, join=2)) != numbers._cache_file(
+        config
+    )

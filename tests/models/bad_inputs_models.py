@@ -63,6 +63,19 @@ case(
 )
 
 case(
+    TR.TransformerConfig,
+    lambda: TR.TransformerConfig(9, 7, share_embeddings=True),
+    ValueError,
+    "share_embeddings needs one joint vocabulary, but d_vocab_src=9 and d_vocab_tgt=7",
+)
+case(
+    TR.TransformerConfig,
+    lambda: TR.TransformerConfig(9, 7, scale_embeddings="yes"),
+    TypeError,
+    "scale_embeddings must be a bool, got str",
+)
+
+case(
     TR.Encoder, lambda: TR.Encoder(None), TypeError, "cfg must be a TransformerConfig, got NoneType"
 )
 

@@ -78,6 +78,13 @@ def padded_batch(seed=0):
         (dict(norm_first=1), TypeError, r"norm_first must be a bool, got int"),
         (dict(final_norm="yes"), TypeError, r"final_norm must be None or a bool, got str"),
         (dict(tie_embeddings=None), TypeError, r"tie_embeddings must be a bool, got NoneType"),
+        (dict(scale_embeddings=0), TypeError, r"scale_embeddings must be a bool, got int"),
+        (dict(share_embeddings="no"), TypeError, r"share_embeddings must be a bool, got str"),
+        (
+            dict(share_embeddings=True),
+            ValueError,
+            r"share_embeddings needs one joint vocabulary, but d_vocab_src=11 and d_vocab_tgt=13",
+        ),
     ],
 )
 def test_config_validation(overrides, error, message):
@@ -119,6 +126,52 @@ def test_learned_positions_and_tied_embeddings():
     assert model.pos_src.W_pos.shape == (32, 16)
     src, tgt = padded_batch()
     assert model(src, tgt).shape == (3, 6, 13)
+
+
+def test_embedding_scale_can_be_switched_off():
+    torch.manual_seed(0)
+    model = EncoderDecoder(small_config(scale_embeddings=False)).eval()
+    src, tgt = padded_batch()
+    _, cache = run_with_cache(model, src, tgt, names=["embed_src", "embed_tgt"])
+    torch.testing.assert_close(cache["embed_src"], model.W_E_src(src) + sinusoidal_encoding(7, 16))
+    torch.testing.assert_close(cache["embed_tgt"], model.W_E_tgt(tgt) + sinusoidal_encoding(6, 16))
+
+
+def test_shared_embeddings_are_one_table_for_source_target_and_read_out():
+    cfg = small_config(d_vocab_tgt=11, share_embeddings=True, tie_embeddings=True)
+    model = EncoderDecoder(cfg)
+    assert model.W_E_tgt.weight is model.W_E_src.weight is model.W_U.weight
+    shared = sum(p.numel() for p in model.parameters())
+    apart = sum(p.numel() for p in EncoderDecoder(small_config(d_vocab_tgt=11)).parameters())
+    assert apart - shared == 2 * 11 * 16  # two of the three tables are gone
+    src, tgt = padded_batch()
+    model(src, tgt % 11).sum().backward()  # gradients of both sides land on the one table
+    assert model.W_E_src.weight.grad is model.W_E_tgt.weight.grad
+
+
+def test_dropout_reaches_embeddings_attention_weights_and_residual_branches():
+    torch.manual_seed(0)
+    model = EncoderDecoder(small_config(dropout=0.5, norm_first=True))
+    src, tgt = padded_batch()
+    block = "decoder.blocks.0"
+    names = ["embed_src", f"{block}.resid_pre", f"{block}.attn_out", f"{block}.resid_mid",
+             f"{block}.cross_attn.pattern"]  # fmt: skip
+    model.train()
+    _, c = run_with_cache(model, src, tgt, names=names)
+    embedded = model.W_E_src(src) * 4.0 + sinusoidal_encoding(7, 16)
+    kept = c["embed_src"] != 0
+    assert 0.3 < kept.float().mean() < 0.7  # about half of the embedding entries dropped
+    torch.testing.assert_close(c["embed_src"][kept], 2 * embedded[kept])  # the rest scaled up
+    branch = c[f"{block}.resid_mid"] - c[f"{block}.resid_pre"]  # what the sublayer added
+    dropped = (branch == 0) & (c[f"{block}.attn_out"] != 0)
+    assert 0.3 < dropped.float().mean() < 0.7
+    rows = c[f"{block}.cross_attn.pattern"].sum(-1)  # weights dropped and rescaled by 2
+    assert not torch.allclose(rows, torch.ones_like(rows))
+    model.eval()
+    _, c = run_with_cache(model, src, tgt, names=names)
+    torch.testing.assert_close(c["embed_src"], embedded)
+    rows = c[f"{block}.cross_attn.pattern"].sum(-1)
+    torch.testing.assert_close(rows, torch.ones_like(rows))
 
 
 def test_padding_in_the_source_is_ignored():

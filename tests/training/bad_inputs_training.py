@@ -571,3 +571,28 @@ for target, thunk, error, fragment in [
      "texts must be as long as labels, and not empty, got 0 texts and 0 labels"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)
+
+case(
+    SCH.warmup_inverse_sqrt,
+    lambda: SCH.warmup_inverse_sqrt(0),
+    ValueError,
+    "warmup must be a positive int, got 0",
+)
+case(
+    SCH.warmup_inverse_sqrt,
+    lambda: SCH.warmup_inverse_sqrt(10)(-1),
+    ValueError,
+    "step must be",
+)
+case(
+    SCH.transformer_peak_lr,
+    lambda: SCH.transformer_peak_lr(64.0, 10),
+    ValueError,
+    "d_model must be a positive int, got 64.0",
+)
+case(
+    TRN.seq2seq_loss,
+    lambda: TRN.seq2seq_loss(enc_dec(), None, label_smoothing=1.0),
+    ValueError,
+    "label_smoothing must be in [0, 1), got 1.0",
+)

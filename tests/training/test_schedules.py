@@ -11,8 +11,10 @@ import torch
 from transformer_lab.training.gpt import PRESETS, TrainRecipe
 from transformer_lab.training.schedules import (
     lr_factor,
+    transformer_peak_lr,
     warmup_cosine,
     warmup_decay,
+    warmup_inverse_sqrt,
     warmup_linear,
 )
 from transformer_lab.training.tiny_bert import TinyBertRecipe
@@ -98,3 +100,22 @@ def test_bad_arguments():
         warmup_cosine(0, 1)
     with pytest.raises(TypeError, match="recipe must be a TrainRecipe"):
         lr_factor(0, TinyBertRecipe())
+
+
+def test_warmup_inverse_sqrt_is_the_2017_formula():
+    """The factor times transformer_peak_lr is the learning rate of Vaswani et al. (5.3):
+    d_model**-0.5 * min(s**-0.5, s * warmup**-1.5) with s = step + 1."""
+    d_model, warmup = 512, 4000
+    factor, peak = warmup_inverse_sqrt(warmup), transformer_peak_lr(d_model, warmup)
+    for step in [0, 1, 100, 3998, 3999, 4000, 10_000, 100_000]:
+        s = step + 1
+        paper = d_model**-0.5 * min(s**-0.5, s * warmup**-1.5)
+        assert peak * factor(step) == pytest.approx(paper, rel=1e-12)
+    assert factor(warmup - 1) == 1.0  # the peak ends the warm-up
+    assert factor(4 * warmup - 1) == pytest.approx(0.5)  # four times the steps: half the rate
+    rising = [factor(s) for s in range(warmup)]
+    assert rising == sorted(rising) and rising[0] == 1 / warmup
+    with pytest.raises(ValueError, match="warmup must be a positive int, got 0"):
+        warmup_inverse_sqrt(0)
+    with pytest.raises(ValueError, match="step must be"):
+        factor(-1)

@@ -20,6 +20,10 @@ Token ids: ``<pad>`` 0, ``<bos>`` 1, ``<eos>`` 2, ``<unk>`` 3 in both vocabulari
 Sources are plain tokens (no ``<bos>``/``<eos>``); targets are ``<bos> tokens <eos>``.
 Padding is on the right.
 
+With ``join=2`` each sentence holds two numbers joined by "and" ("und", "et"), sources of
+up to twice the length; with ``joint_vocab=True`` source and target share one vocabulary
+(for a model that shares its source and target embeddings).
+
 Numbers are drawn without replacement, in equal shares per digit count (``min_digits``
 to ``max_digits``), then split into disjoint train/validation/test sets, all from
 ``seed``. Writing numbers out costs time (``num2words`` takes 0.1-0.6 ms a call; the
@@ -75,6 +79,8 @@ class NumbersConfig:
     max_digits: int = 12  # longest numbers drawn (12: up to 999 billion ...)
     max_src_len: int | None = None  # drop pairs whose source has more tokens than this
     seed: int = 0  # seeds the draw and the split
+    join: int = 1  # numbers per sentence, joined by "and" ("und", "et"): 2 doubles the length
+    joint_vocab: bool = False  # one vocabulary for source and target (shared embeddings)
 
     def __post_init__(self):
         one_of(self.src_lang, LANGUAGES, "language")
@@ -94,12 +100,14 @@ class NumbersConfig:
             )
         if self.max_src_len is not None:
             integer(self.max_src_len, "max_src_len", minimum=1)
+        integer(self.join, "join", minimum=1)
+        instance_of(self.joint_vocab, bool, "joint_vocab")
         available = 10**self.max_digits - (
             10 ** (self.min_digits - 1) if self.min_digits > 1 else 0
         )
-        if self.n_total > available:
+        if self.n_total * self.join > available:
             raise ValueError(
-                f"asked for {self.n_total} distinct numbers but only {available} have "
+                f"asked for {self.n_total * self.join} distinct numbers but only {available} have "
                 f"{self.min_digits} to {self.max_digits} digits"
             )
 
@@ -110,7 +118,7 @@ class NumbersConfig:
 
 @dataclass(frozen=True)
 class Pair:
-    """One translation example."""
+    """One translation example (``number``: the first number of the sentence)."""
 
     number: int
     src: tuple[str, ...]
@@ -175,6 +183,8 @@ class NumberData:
         every = [p for s in self.SPLITS for p in splits[s]]
         self.src_vocab = Vocab(t for p in every for t in p.src)
         self.tgt_vocab = Vocab(t for p in every for t in p.tgt)
+        if config.joint_vocab:  # one table: the words of both languages
+            self.src_vocab = self.tgt_vocab = Vocab(t for p in every for t in (*p.src, *p.tgt))
         self._ids = {}
         for s in self.SPLITS:
             pairs = splits[s] or [Pair(0, ("<pad>",), ())]  # an empty split still has a shape
@@ -247,7 +257,7 @@ def _draw_numbers(config: NumbersConfig) -> list[int]:
     counts = list(range(config.min_digits, config.max_digits + 1))
     sizes = {d: (10**d - 10 ** (d - 1)) if d > 1 else 10 for d in counts}
     quota = dict.fromkeys(counts, 0)
-    left, open_counts = config.n_total, list(counts)
+    left, open_counts = config.n_total * config.join, list(counts)
     while left > 0:  # share out, giving what small digit counts cannot take to the others
         share = max(1, left // len(open_counts))
         for d in list(open_counts):
@@ -269,18 +279,34 @@ def _draw_numbers(config: NumbersConfig) -> list[int]:
 def _cache_file(config: NumbersConfig) -> Path:
     from importlib.metadata import version
 
-    key = json.dumps({**asdict(config), "num2words": version("num2words"), "v": 1}, sort_keys=True)
+    fields = asdict(config)
+    del fields["joint_vocab"]  # the vocabularies are built from the pairs, not stored
+    if fields["join"] == 1:  # single numbers keep the names of the files made before join
+        del fields["join"]
+    key = json.dumps({**fields, "num2words": version("num2words"), "v": 1}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return cache_dir() / f"numbers_{config.src_lang}_{config.tgt_lang}_{digest}.json"
 
 
+JOINERS = {"en": "and", "de": "und", "fr": "et"}  # between the numbers of a joined sentence
+
+
+def _sentence(group: list[int], lang: str) -> tuple[str, ...]:
+    words = []
+    for i, n in enumerate(group):
+        words += ([JOINERS[lang]] if i else []) + _words(n, lang)
+    return tuple(words)
+
+
 def _build(config: NumbersConfig) -> dict[str, list[Pair]]:
     pairs = []
-    for n in _draw_numbers(config):
-        src = tuple(_words(n, config.src_lang))
+    drawn = _draw_numbers(config)
+    for start in range(0, len(drawn), config.join):
+        group = drawn[start : start + config.join]
+        src = _sentence(group, config.src_lang)
         if config.max_src_len is not None and len(src) > config.max_src_len:
             continue
-        pairs.append(Pair(n, src, tuple(_words(n, config.tgt_lang))))
+        pairs.append(Pair(group[0], src, _sentence(group, config.tgt_lang)))
     a, b = config.n_test, config.n_test + config.n_val
     return {"test": pairs[:a], "val": pairs[a:b], "train": pairs[b:]}
 

@@ -44,6 +44,8 @@ class TransformerConfig:
     activation: str = "relu"  # FFN nonlinearity: "relu" or "gelu"
     pad_id: int | None = None  # token id of padding, masked out automatically when set
     tie_embeddings: bool = False  # share the target embedding with the output projection
+    share_embeddings: bool = False  # one embedding for source and target (a joint vocabulary)
+    scale_embeddings: bool = True  # multiply embeddings by sqrt(d_model) before the positions
 
     def __post_init__(self):
         for name in ("d_vocab_src", "d_vocab_tgt", "d_model", "n_heads", "d_mlp", "max_pos"):
@@ -53,12 +55,17 @@ class TransformerConfig:
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         fraction(self.dropout, "dropout", closed=False)
-        for name in ("norm_first", "tie_embeddings"):
+        for name in ("norm_first", "tie_embeddings", "share_embeddings", "scale_embeddings"):
             instance_of(getattr(self, name), bool, name)
         instance_of(self.final_norm, (bool, type(None)), "final_norm", "None or a bool")
         if self.pad_id is not None:  # the same id in both vocabularies
             smallest = min(self.d_vocab_src, self.d_vocab_tgt)
             index_in(self.pad_id, smallest, "pad_id", "a token of both vocabularies")
+        if self.share_embeddings and self.d_vocab_src != self.d_vocab_tgt:
+            raise ValueError(
+                f"share_embeddings needs one joint vocabulary, but d_vocab_src={self.d_vocab_src} "
+                f"and d_vocab_tgt={self.d_vocab_tgt} (numbers.load(joint_vocab=True) builds one)"
+            )
         one_of(self.positional, ("sinusoidal", "learned"), "positional")
         one_of(self.activation, ("relu", "gelu"), "activation")
 
@@ -111,9 +118,17 @@ class Decoder(nn.Module):
 
 
 class EncoderDecoder(nn.Module):
-    """Source and target embeddings (scaled by ``sqrt(d_model)``) plus positions, an
-    encoder and a decoder stack, and a projection of the decoder output onto the target
-    vocabulary. ``model(src, tgt)`` returns logits ``[batch, tgt_pos, d_vocab_tgt]``.
+    """Source and target embeddings (scaled by ``sqrt(d_model)`` unless
+    ``scale_embeddings=False``) plus positions, an encoder and a decoder stack, and a
+    projection of the decoder output onto the target vocabulary. ``model(src, tgt)``
+    returns logits ``[batch, tgt_pos, d_vocab_tgt]``.
+
+    The 2017 paper shares one weight matrix between the two embeddings and the read-out
+    (section 3.4, Press & Wolf 2017): ``share_embeddings`` makes ``W_E_tgt`` the same table
+    as ``W_E_src`` (one joint vocabulary), ``tie_embeddings`` makes ``W_U.weight`` the target
+    embedding. Dropout (``cfg.dropout``) acts on the embeddings plus positions, on the
+    attention weights, inside the feed-forward network and on every sublayer's output
+    before it joins the residual stream.
 
     Hooks: ``embed_src``, ``embed_tgt`` (after positions), ``memory`` (encoder output),
     and every block's under ``encoder.blocks.N`` / ``decoder.blocks.N``.
@@ -126,6 +141,8 @@ class EncoderDecoder(nn.Module):
         self.W_E_tgt = nn.Embedding(cfg.d_vocab_tgt, cfg.d_model)
         for emb in (self.W_E_src, self.W_E_tgt):
             nn.init.normal_(emb.weight, std=cfg.d_model**-0.5)
+        if cfg.share_embeddings:
+            self.W_E_tgt.weight = self.W_E_src.weight
         positions = SinusoidalPositions if cfg.positional == "sinusoidal" else LearnedPositions
         self.pos_src = positions(cfg.max_pos, cfg.d_model)
         self.pos_tgt = positions(cfg.max_pos, cfg.d_model)
@@ -143,9 +160,10 @@ class EncoderDecoder(nn.Module):
         check_token_range(ids, d_vocab)
 
     def _embed(self, ids, W_E, pos, offset=0):
-        return self.drop(
-            pos(W_E(ids) * math.sqrt(self.config.d_model), offset)
-        )  # [batch, pos, d_model]
+        x = W_E(ids)  # [batch, pos, d_model]
+        if self.config.scale_embeddings:
+            x = x * math.sqrt(self.config.d_model)
+        return self.drop(pos(x, offset))  # [batch, pos, d_model]
 
     def _padding(self, ids: torch.Tensor) -> torch.Tensor | None:
         pad_id = self.config.pad_id

@@ -20,6 +20,15 @@ schedules the book trains with differ only in where the decay starts and ends:
   end of the warm-up to zero after the last step;
 - :func:`warmup_cosine`, the tiny BERT's pretraining: the cosine spans the whole run,
   warm-up included, and reaches zero after the last step.
+
+One schedule has another tail: :func:`warmup_inverse_sqrt`, the 2017 Transformer's
+(Vaswani et al., section 5.3, chapter 11), keeps the linear warm-up and then falls as
+``sqrt(warmup / (step + 1))``, without an end::
+
+    factor(step) = min((step + 1) / warmup, sqrt(warmup / (step + 1)))
+
+The paper writes the learning rate itself, ``d_model**-0.5 * min(s**-0.5, s * warmup**-1.5)``
+with ``s = step + 1``; that is this factor times the peak ``d_model**-0.5 * warmup**-0.5``.
 """
 
 from __future__ import annotations
@@ -40,7 +49,15 @@ from transformer_lab.checks import (
 if TYPE_CHECKING:
     from transformer_lab.training.gpt import TrainRecipe
 
-__all__ = ["DECAYS", "warmup_decay", "lr_factor", "warmup_linear", "warmup_cosine"]
+__all__ = [
+    "DECAYS",
+    "warmup_decay",
+    "lr_factor",
+    "warmup_linear",
+    "warmup_cosine",
+    "warmup_inverse_sqrt",
+    "transformer_peak_lr",
+]
 
 DECAYS = ("cosine", "linear")
 
@@ -98,3 +115,25 @@ def warmup_cosine(steps: int, warmup: int) -> Callable[[int], float]:
     half a cosine that spans the whole run, from 1 at step 0 to zero at ``steps``."""
     positive_int(steps, "steps")
     return warmup_decay(warmup, 0, steps, "cosine")
+
+
+def warmup_inverse_sqrt(warmup: int) -> Callable[[int], float]:
+    """The 2017 Transformer's schedule for ``train(lr_schedule=...)``: a linear warm-up to 1
+    over ``warmup`` steps, then ``sqrt(warmup / (step + 1))``, which halves the learning rate
+    every time the step count grows fourfold and never reaches zero."""
+    positive_int(warmup, "warmup")
+
+    def factor(step: int) -> float:
+        int_at_least(step, 0, "step")
+        s = step + 1
+        return min(s / warmup, math.sqrt(warmup / s))
+
+    return factor
+
+
+def transformer_peak_lr(d_model: int, warmup: int) -> float:
+    """The peak learning rate of the 2017 recipe, ``d_model**-0.5 * warmup**-0.5``: with it,
+    ``lr * warmup_inverse_sqrt(warmup)(step)`` is the paper's formula (section 5.3)."""
+    positive_int(d_model, "d_model")
+    positive_int(warmup, "warmup")
+    return (d_model * warmup) ** -0.5
