@@ -409,3 +409,39 @@ case(
     ValueError,
     "got prev (2,) and state ['NoneType']",
 )
+
+
+def _fed_step(state_of):
+    """One decode_step of a small Seq2Seq with input feeding, with the state state_of(memory)."""
+    torch.manual_seed(0)
+    cfg = R.Seq2SeqConfig(9, 7, d_embed=4, d_hidden=8, attention="dot", input_feeding=True)
+    model = R.Seq2Seq(cfg).eval()
+    memory = model.encode(torch.tensor([[3, 4], [5, 6]]))
+    return model.decode_step(torch.tensor([1, 1]), state_of(model, memory), memory)
+
+
+case(
+    R.Seq2Seq,
+    lambda: _fed_step(lambda model, memory: memory.final),
+    ValueError,
+    "state a pair (RNN state, o_prev) with o_prev of shape [2, 8] (input feeding; see "
+    "initial_state)",
+)
+case(
+    R.Seq2Seq,
+    lambda: _fed_step(lambda model, memory: (memory.final, torch.zeros(2, 4))),
+    ValueError,
+    "got prev (2,) and state [(1, 2, 8), (2, 4)]",
+)
+case(
+    R.Seq2SeqConfig,
+    lambda: R.Seq2SeqConfig(5, 5, attention="dot", input_feeding=1),
+    TypeError,
+    "input_feeding must be a bool, got int",
+)
+case(
+    R.Seq2SeqConfig,
+    lambda: R.Seq2SeqConfig(5, 5, input_feeding=True),
+    ValueError,
+    "input_feeding needs attention",
+)

@@ -183,3 +183,135 @@ def test_bad_inputs():
         Seq2SeqConfig(5, 5, d_hidden=0)
     with pytest.raises(ValueError, match="eos_id"):
         Seq2SeqConfig(2, 5, eos_id=2)
+
+
+# --- input feeding ----------------------------------------------------------------------------
+SCORES = ["dot", "multiplicative", "additive"]
+
+
+def make_fed(attention="dot", cell="gru", seed=0, **kw):
+    return make(attention, cell, seed, input_feeding=True, **kw)
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_input_feeding_widens_the_decoders_first_layer_by_the_attentional_vector(cell):
+    plain, fed = make("dot", cell), make_fed("dot", cell)
+    assert plain.decoder.weight_ih_l0.shape[1] == 8  # d_embed
+    assert fed.decoder.weight_ih_l0.shape[1] == 8 + 16  # d_embed + d_hidden (o_{t-1})
+    gates = 3 if cell == "gru" else 4
+    extra = sum(p.numel() for p in fed.parameters()) - sum(p.numel() for p in plain.parameters())
+    assert extra == gates * 16 * 16  # the gates' weights on o_{t-1}, nothing else
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+@pytest.mark.parametrize("attention", SCORES)
+def test_input_feeding_decode_steps_equal_teacher_forcing(attention, cell):
+    """Step by step from initial_state, the logits and weights are the forward pass's."""
+    model = make_fed(attention, cell)
+    src = padded_batch([5, 2])
+    tgt_in = torch.randint(1, V_TGT, (2, 6), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        full, cache = run_with_cache(model, src, tgt_in)
+        memory = model.encode(src)
+        state, steps, weights = model.initial_state(memory), [], []
+        for t in range(6):
+            logits, state, w = model.decode_step(tgt_in[:, t], state, memory)
+            steps.append(logits)
+            weights.append(w)
+    assert torch.equal(torch.stack(steps, 1), full)
+    assert torch.equal(torch.stack(weights, 1), cache["pattern"])
+    assert bool((cache["pattern"][1, :, 2:] == 0).all())  # padding still gets no weight
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_input_feeding_step_by_hand(cell):
+    """The decoder's input is [W_E y_{t-1}; o_{t-1}], with o_0 = 0, and the step returns
+    o_t = tanh(W_c [a_t; s_t]) in its state for the next step."""
+    model = make_fed("dot", cell)
+    src = padded_batch([4, 3], seed=5)
+    prev = torch.tensor([1, 1])
+    with torch.no_grad():
+        memory = model.encode(src)
+        state = model.initial_state(memory)
+        rnn_state, o_0 = state
+        assert rnn_state is memory.final and torch.equal(o_0, torch.zeros(2, 16))
+        for _ in range(2):  # o_0 = 0, then the o_1 the first step returned
+            rnn_state, o_prev = state
+            x = torch.cat([model.W_E_tgt(prev), o_prev], dim=-1)[:, None]
+            out, rnn_next = model.decoder(x, rnn_state)
+            s = out[:, 0]
+            a, w = attend(model.score, s, memory.states, mask=memory.mask)
+            o = torch.tanh(model.W_c(torch.cat([a, s], dim=-1)))
+            logits, state, weights = model.decode_step(prev, state, memory)
+            torch.testing.assert_close(logits, model.W_U(o), **TOL)
+            torch.testing.assert_close(weights, w, **TOL)
+            torch.testing.assert_close(state[1], o, **TOL)
+            prev = logits.argmax(-1)
+        # the fed vector matters: another o_prev, another step
+        changed, _, _ = model.decode_step(prev, (state[0], state[1] + 1.0), memory)
+        same, _, _ = model.decode_step(prev, state, memory)
+        assert not torch.allclose(changed, same)
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_input_feeding_greedy_agrees_with_teacher_forced_argmax(cell):
+    model = make_fed("additive", cell, seed=3, max_len=9)
+    src = padded_batch([4, 7, 1], seed=2)
+    ids, weights = model.greedy_decode(src)
+    assert torch.equal(model.greedy_ids(src), ids)
+    bos = torch.full((3, 1), model.config.bos_id)
+    with torch.no_grad():
+        argmax = model(src, torch.cat([bos, ids[:, :-1]], dim=1)).argmax(-1)
+    for i in range(3):
+        row = ids[i].tolist()
+        n = row.index(2) + 1 if 2 in row else len(row)
+        assert argmax[i, :n].tolist() == row[:n]
+        torch.testing.assert_close(weights[i, :n].sum(-1), torch.ones(n))
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+@pytest.mark.parametrize("attention", ATTENTIONS)
+def test_input_feeding_off_reproduces_the_batched_model_bit_for_bit(attention, cell):
+    """With the option off (the default), the weights drawn from a seed, the logits and the
+    gradients are those of the batched equations: one decoder pass over the whole target,
+    the scores of all steps as one product, and logits = W_U tanh(W_c [a; s])."""
+    default, off = make(attention, cell), make(attention, cell, input_feeding=False)
+    assert default.config == off.config
+    assert off.decoder.weight_ih_l0.shape[1] == off.config.d_embed
+    for (name, p), (_, q) in zip(
+        default.state_dict().items(), off.state_dict().items(), strict=True
+    ):
+        assert torch.equal(p, q), name
+    src = padded_batch([5, 3, 1], seed=6)
+    tgt_in = torch.randint(1, V_TGT, (3, 5), generator=torch.Generator().manual_seed(6))
+    logits = off(src, tgt_in)
+    memory = off.encode(src)
+    s, _ = off.decoder(off.W_E_tgt(tgt_in), memory.final)  # all steps at once
+    if attention is None:
+        final_h = memory.final[0] if cell == "lstm" else memory.final
+        context = final_h[0].unsqueeze(1).expand_as(s)
+    else:
+        weights = torch.softmax(
+            off.all_scores(s, memory.states).masked_fill(~memory.mask[:, None], float("-inf")), -1
+        )
+        context = weights @ memory.states
+    want = off.W_U(torch.tanh(off.W_c(torch.cat([context, s], dim=-1))))
+    assert torch.equal(logits, want)
+    assert off.initial_state(memory) is memory.final  # greedy decoding starts where it did
+
+
+def test_input_feeding_bad_inputs():
+    with pytest.raises(ValueError, match="input_feeding needs attention"):
+        Seq2SeqConfig(5, 5, input_feeding=True)
+    with pytest.raises(TypeError, match="input_feeding must be a bool, got str"):
+        Seq2SeqConfig(5, 5, attention="dot", input_feeding="yes")
+    model = make_fed("dot", "lstm")
+    memory = model.encode(padded_batch([3, 2]))
+    prev = torch.tensor([1, 1])
+    with pytest.raises(ValueError, match="see initial_state"):
+        model.decode_step(prev, memory.final, memory)  # the LSTM's (h, c) without o_prev
+    h, c = memory.final
+    with pytest.raises(
+        ValueError, match=r"got prev \(2,\) and state \[\(1, 2, 16\), \(1, 2, 16\), \(2, 8\)\]"
+    ):
+        model.decode_step(prev, ((h, c), torch.zeros(2, 8)), memory)

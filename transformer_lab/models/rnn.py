@@ -11,15 +11,22 @@ at every step t the decoder state ``s_t`` scores every encoder state ``h_j``, an
     o_t = tanh(W_c [a_t; s_t])                         # combined      [batch, d_hidden]
     logits_t = W_U o_t                                 # next token    [batch, d_vocab_tgt]
 
-(the equations of Luong et al. 2015 without input feeding; the score is dot,
-multiplicative or additive from :mod:`transformer_lab.nn.attention`). Without attention the
+(the equations of Luong et al. 2015; the score is dot, multiplicative or additive from
+:mod:`transformer_lab.nn.attention`). Without attention the
 context is the encoder's final state at every step, ``a_t = h_n`` (as in the RNN
 encoder-decoder of Cho et al. 2014), so the two models differ only in how ``a_t`` is made.
 
-Because ``s_t`` does not depend on ``a_{t-1}``, teacher forcing runs the decoder RNN over
-the whole target at once and scores all steps with one matrix product
+By default ``s_t`` does not depend on ``a_{t-1}``, so teacher forcing runs the decoder RNN
+over the whole target at once and scores all steps with one matrix product
 (:meth:`Seq2Seq.all_scores`); :meth:`Seq2Seq.decode_step` does one step with
 :func:`transformer_lab.nn.scores.attend` (greedy decoding), and tests check they agree.
+
+With ``input_feeding=True`` (Luong et al. 2015, section 3.3) the decoder's input at step t
+is ``[W_E y_{t-1}; o_{t-1}]``, the previous word's embedding and the previous step's
+attentional vector (``o_0 = 0``), so each query knows what the decoder read before. The
+decoder's first layer is then ``d_hidden`` wider, its state carries ``o_{t-1}`` beside the
+RNN's state (:meth:`Seq2Seq.initial_state`), and teacher forcing has to run one step at a
+time, through the same step as greedy decoding.
 The image captioner of :mod:`transformer_lab.models.captioner` decodes the same way and
 shares this module's read-out, batched scores and greedy loop.
 """
@@ -61,12 +68,19 @@ class Seq2SeqConfig:
     bos_id: int = 1  # the decoder's first input
     eos_id: int = 2  # greedy decoding stops after this token
     max_len: int = 64  # longest output of greedy decoding
+    input_feeding: bool = False  # feed o_{t-1} into the decoder at step t (needs attention)
 
     def __post_init__(self):
         for name in ("d_vocab_src", "d_vocab_tgt", "d_embed", "d_hidden", "max_len"):
             positive_int(getattr(self, name), name)
         one_of(self.cell, sorted(_CELLS), "cell")
         one_of(self.attention, _SCORES, "attention")
+        instance_of(self.input_feeding, bool, "input_feeding")
+        if self.input_feeding and self.attention is None:
+            raise ValueError(
+                "input_feeding needs attention (it feeds the previous step's attentional "
+                "vector o_{t-1} = tanh(W_c [a_{t-1}; s_{t-1}])); got attention=None"
+            )
         shared = min(self.d_vocab_src, self.d_vocab_tgt)  # the ids both vocabularies have
         for name in ("pad_id", "bos_id", "eos_id"):
             index_in(getattr(self, name), shared, name, "a token of both vocabularies")
@@ -95,9 +109,13 @@ class _RecurrentDecoder(nn.Module):
         self.W_c = nn.Linear(2 * d_state, d_state)
         self.W_U = nn.Linear(d_state, d_vocab)
 
+    def _attentional(self, s: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        """The attentional vector ``o = tanh(W_c [a; s])``."""
+        return torch.tanh(self.W_c(torch.cat([context, s], dim=-1)))
+
     def _combine(self, s: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
         """``logits = W_U tanh(W_c [a; s])``."""
-        return self.W_U(torch.tanh(self.W_c(torch.cat([context, s], dim=-1))))
+        return self.W_U(self._attentional(s, context))
 
     def all_scores(self, s: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """Scores of every decoder step against every key at once:
@@ -170,7 +188,8 @@ class Seq2Seq(_RecurrentDecoder):
         self.W_E_src = nn.Embedding(cfg.d_vocab_src, cfg.d_embed, padding_idx=cfg.pad_id)
         self.W_E_tgt = nn.Embedding(cfg.d_vocab_tgt, cfg.d_embed, padding_idx=cfg.pad_id)
         self.encoder = rnn(cfg.d_embed, cfg.d_hidden, batch_first=True)
-        self.decoder = rnn(cfg.d_embed, cfg.d_hidden, batch_first=True)
+        d_fed = cfg.d_hidden if cfg.input_feeding else 0  # o_{t-1} joins the input
+        self.decoder = rnn(cfg.d_embed + d_fed, cfg.d_hidden, batch_first=True)
         self._init_read_out(cfg.attention, cfg.d_hidden, cfg.d_vocab_tgt)  # score, W_c, W_U
         self.pattern = Hook()
 
@@ -215,35 +234,66 @@ class Seq2Seq(_RecurrentDecoder):
         final = memory.final[0] if isinstance(memory.final, tuple) else memory.final
         return final[0]
 
+    def initial_state(self, memory: Memory):
+        """The decoder's state before its first step: the encoder's final state, and with
+        input feeding the pair ``(that state, o_0 = zeros [batch, d_hidden])``."""
+        if not self.config.input_feeding:
+            return memory.final
+        return memory.final, memory.states.new_zeros(memory.states.shape[::2])
+
     def decode_step(self, prev: torch.Tensor, state, memory: Memory):
-        """One decoder step: previous tokens ``prev [batch]`` and RNN ``state`` ->
-        ``(logits [batch, d_vocab_tgt], new state, weights [batch, src_pos] or None)``."""
+        """One decoder step: previous tokens ``prev [batch]`` and ``state`` ->
+        ``(logits [batch, d_vocab_tgt], new state, weights [batch, src_pos] or None)``.
+        The first ``state`` is :meth:`initial_state` (the encoder's final state by default)."""
         self._check_step(prev, state, memory.states.shape[0])
-        x = self.W_E_tgt(prev).unsqueeze(1)  # [batch, 1, d_embed]
-        out, state = self.decoder(x, state)
+        return self._step(self.W_E_tgt(prev), state, memory)
+
+    def _step(self, x: torch.Tensor, state, memory: Memory):
+        """:meth:`decode_step` from the embedded previous tokens ``x [batch, d_embed]``."""
+        if self.config.input_feeding:  # the previous attentional vector joins the input
+            state, o_prev = state
+            x = torch.cat([x, o_prev], dim=-1)  # [batch, d_embed + d_hidden]
+        out, state = self.decoder(x.unsqueeze(1), state)
         s = out[:, 0]  # [batch, d_hidden]
         if self.score is None:
             return self._combine(s, self._final_h(memory)), state, None
         context, weights = attend(self.score, s, memory.states, mask=memory.mask)
-        return self._combine(s, context), state, weights
+        o = self._attentional(s, context)  # [batch, d_hidden]
+        if self.config.input_feeding:
+            state = (state, o)
+        return self.W_U(o), state, weights
 
     def _check_step(self, prev, state, batch: int) -> None:
         """``prev [batch]`` target ids, and ``state`` as the decoder returns it: a tensor
-        ``[1, batch, d_hidden]`` (GRU) or a pair of them ``(h, c)`` (LSTM)."""
+        ``[1, batch, d_hidden]`` (GRU) or a pair of them ``(h, c)`` (LSTM); with input
+        feeding, the pair ``(that, o_prev [batch, d_hidden])``."""
         if torch.is_tensor(prev) and prev.dim() != 1:
             raise ValueError(f"prev must be [batch], one token per row, got {tuple(prev.shape)}")
         self._check_ids(
             prev[:, None] if torch.is_tensor(prev) else prev, "prev", self.config.d_vocab_tgt
         )
-        want = (1, batch, self.config.d_hidden)
-        lstm = self.config.cell == "lstm"
-        parts = state if lstm and isinstance(state, tuple) else (state,)
+        config = self.config
+        want = (1, batch, config.d_hidden)
+        lstm, feeding = config.cell == "lstm", config.input_feeding
+        rnn_state, fed = state, []
+        if feeding:
+            pair = isinstance(state, tuple) and len(state) == 2
+            rnn_state, fed = state if pair else (state, [])
+            fed = [fed] if pair else []
+        parts = rnn_state if lstm and isinstance(rnn_state, tuple) else (rnn_state,)
+        parts, wants = [*parts, *fed], [want] * (1 + lstm) + [(batch, config.d_hidden)] * feeding
         shapes = [tuple(t.shape) if torch.is_tensor(t) else type(t).__name__ for t in parts]
-        if len(parts) != 1 + lstm or any(shape != want for shape in shapes) or len(prev) != batch:
+        if shapes != wants or len(prev) != batch:
             kind = "a pair (h, c) of tensors" if lstm else "a tensor"
+            kind = f"{kind} of shape {list(want)}"
+            if feeding:
+                kind = (
+                    f"a pair (RNN state, o_prev) with o_prev of shape [{batch}, {config.d_hidden}] "
+                    f"(input feeding; see initial_state) and the RNN state {kind}"
+                )
             raise ValueError(
-                f"for a memory of batch {batch}, prev must be [{batch}] and state {kind} of shape "
-                f"{list(want)}; got prev {tuple(prev.shape)} and state {shapes}"
+                f"for a memory of batch {batch}, prev must be [{batch}] and state {kind}; "
+                f"got prev {tuple(prev.shape)} and state {shapes}"
             )
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
@@ -253,6 +303,8 @@ class Seq2Seq(_RecurrentDecoder):
         self._check_ids(tgt_in, "tgt_in", self.config.d_vocab_tgt)
         if tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"src has batch {src.shape[0]} but tgt_in has batch {tgt_in.shape[0]}")
+        if self.config.input_feeding:  # step t needs o_{t-1}: one step at a time
+            return self._forward_fed(self.W_E_tgt(tgt_in), memory)
         s, _ = self.decoder(self.W_E_tgt(tgt_in), memory.final)  # [batch, tgt_pos, d_hidden]
         if self.score is None:  # the same context, the final encoder state, at every step
             context = self._final_h(memory).unsqueeze(1).expand_as(s)
@@ -261,6 +313,17 @@ class Seq2Seq(_RecurrentDecoder):
         weights = self.pattern(attention_weights(scores, memory.mask.unsqueeze(1)))
         context = weights @ memory.states  # [batch, tgt_pos, d_hidden]
         return self._combine(s, context)  # [batch, tgt_pos, d_vocab_tgt]
+
+    def _forward_fed(self, x: torch.Tensor, memory: Memory) -> torch.Tensor:
+        """Teacher forcing with input feeding: :meth:`_step` over the embedded target
+        ``x [batch, tgt_pos, d_embed]``, the steps greedy decoding takes."""
+        state, all_logits, all_weights = self.initial_state(memory), [], []
+        for t in range(x.shape[1]):
+            logits, state, weights = self._step(x[:, t], state, memory)
+            all_logits.append(logits)
+            all_weights.append(weights)
+        self.pattern(torch.stack(all_weights, dim=1))  # [batch, tgt_pos, src_pos]
+        return torch.stack(all_logits, dim=1)  # [batch, tgt_pos, d_vocab_tgt]
 
     @torch.no_grad()
     def greedy_decode(self, src: torch.Tensor, max_len: int | None = None):
@@ -273,7 +336,8 @@ class Seq2Seq(_RecurrentDecoder):
         """
         max_len = self.config.max_len if max_len is None else positive_int(max_len, "max_len")
         memory = self.encode(src)
-        return self._greedy(memory.final, memory, src.shape[0], src.device, max_len)
+        state = self.initial_state(memory)
+        return self._greedy(state, memory, src.shape[0], src.device, max_len)
 
     def greedy_ids(self, src: torch.Tensor) -> torch.Tensor:
         """Only the ids of :meth:`greedy_decode` (for ``numbers.predict``)."""
