@@ -18,7 +18,7 @@ Layout:
 - :mod:`.attention_mistakes`: random attention inputs and the usual mistakes in attention,
   shared by the attention checkers.
 - one module per chapter, ``chNN_topic.py`` (``ch01_embeddings`` ... ``ch16_data_parallel``),
-  holding that chapter's checkers; a chapter that reuses an earlier chapter's checker re-exports it.
+  holding that chapter's checkers; every exercise has a checker of its own.
   A checker module imports only :mod:`.runner`, :mod:`.attention_mistakes` and other
   modules' public names; the model modules never import checkers.
 
@@ -33,11 +33,18 @@ from transformer_lab.exercises.ch01_embeddings import (
     check_pca_2d,
 )
 from transformer_lab.exercises.ch02_rnn import check_gru_chain, check_rnn
-from transformer_lab.exercises.ch03_seq2seq import check_attention_step
+from transformer_lab.exercises.ch03_seq2seq import (
+    check_attention_step,
+    check_flatten_weights,
+    check_mean_pooling_query,
+    check_padding_weight,
+    check_score_costs,
+)
 from transformer_lab.exercises.ch04_self_attention import check_attention, check_attention_weights
 from transformer_lab.exercises.ch05_scaling import (
     check_half_weight_temperature,
     check_score_divisor,
+    check_stable_softmax,
 )
 from transformer_lab.exercises.ch06_masking import (
     check_causal_mask,
@@ -54,7 +61,7 @@ from transformer_lab.exercises.ch10_block import (
 )
 from transformer_lab.exercises.ch11_encoder_decoder import check_cross_attention
 from transformer_lab.exercises.ch12_bert import check_mean_pool, check_previous_token_score
-from transformer_lab.exercises.ch13_gpt import check_nucleus
+from transformer_lab.exercises.ch13_gpt import check_next_token_loss, check_nucleus
 from transformer_lab.exercises.ch14_decoders import check_kv_cache_bytes, check_rms_norm
 from transformer_lab.exercises.ch15_fine_tuning import (
     check_majority_baseline,
@@ -77,13 +84,18 @@ __all__ = [
     "check_gru_chain",
     # chapter 3
     "check_attention_step",
-    # chapters 4 and 5
+    "check_mean_pooling_query",
+    "check_padding_weight",
+    "check_score_costs",
+    "check_flatten_weights",
+    # chapter 4
     "check_attention_weights",
     "check_attention",
     # chapter 5
+    "check_stable_softmax",
     "check_score_divisor",
     "check_half_weight_temperature",
-    # chapters 6 and 13
+    # chapter 6
     "check_causal_mask",
     "check_padding_mask",
     "check_masked_attention",
@@ -106,6 +118,7 @@ __all__ = [
     "check_previous_token_score",
     "check_mean_pool",
     # chapter 13
+    "check_next_token_loss",
     "check_nucleus",
     # chapter 14
     "check_rms_norm",
