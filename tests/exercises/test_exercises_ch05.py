@@ -11,6 +11,7 @@ from checker_helpers import assert_fails, assert_passes_right_and_names_mistake,
 from transformer_lab.exercises.ch05_scaling import (
     check_half_weight_temperature,
     check_score_divisor,
+    check_stable_softmax,
 )
 
 
@@ -64,3 +65,32 @@ def test_check_half_weight_temperature(capsys):
     assert_fails(verdict(check_half_weight_temperature, 200.0), "lower T")
     assert_fails(verdict(check_half_weight_temperature, -1.0), "positive")
     assert_fails(verdict(check_half_weight_temperature, None), "should be a number")
+
+
+def stable_softmax(scores):
+    e = (scores - scores.max(dim=-1, keepdim=True).values).exp()
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def test_check_stable_softmax_passes_right_and_names_mistakes(capsys):
+    def textbook(scores):
+        e = scores.exp()
+        return e / e.sum(-1, keepdim=True)
+
+    assert_passes_right_and_names_mistake(
+        check_stable_softmax, stable_softmax, textbook, "exp overflows", capsys
+    )
+    assert verdict(check_stable_softmax, lambda s: torch.softmax(s, dim=-1)).passed
+
+    def one_shift(scores):
+        e = (scores - scores.max()).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    def by_min(scores):
+        e = (scores - scores.min(-1, keepdim=True).values).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    assert_fails(verdict(check_stable_softmax, one_shift), "whole tensor", "own maximum")
+    assert_fails(verdict(check_stable_softmax, by_min), "smallest score")
+    assert_fails(verdict(check_stable_softmax, lambda s: torch.softmax(s, dim=-2)), "wrong axis")
+    assert_fails(verdict(check_stable_softmax, lambda s: s.tolist()), "expected a tensor")

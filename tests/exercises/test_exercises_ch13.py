@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from checker_helpers import assert_fails
 
-from transformer_lab.exercises.ch13_gpt import check_masked_attention, check_nucleus
+from transformer_lab.exercises.ch13_gpt import check_next_token_loss, check_nucleus
 from transformer_lab.generation.sampling import next_token_probs
 
 PROBS = torch.tensor([0.5, 0.3, 0.15, 0.05])
@@ -55,7 +56,49 @@ def test_nucleus_strict_raises():
         check_nucleus(with_row(0.7, [0.5, 0.3, 0, 0]), strict=True, verbose=False)
 
 
-def test_masked_attention_is_chapter_6s_checker():
-    from transformer_lab.exercises.ch06_masking import check_masked_attention as ch06
+def right_loss(logits, ids):
+    return F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
 
-    assert check_masked_attention is ch06
+
+def test_next_token_loss_passes_right_answers(capsys):
+    assert check_next_token_loss(right_loss)
+    assert "check_next_token_loss" in capsys.readouterr().out
+
+    def by_hand(logits, ids):  # log-softmax, pick, average: a float, not a tensor
+        logp = logits[:, :-1].log_softmax(-1).gather(-1, ids[:, 1:, None])
+        return -logp.mean().item()
+
+    assert check_next_token_loss(by_hand, verbose=False)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "phrases"),
+    [
+        (lambda lg, ids: F.cross_entropy(lg.flatten(0, 1), ids.flatten()), ["own token"]),
+        (
+            lambda lg, ids: F.cross_entropy(lg[:, 1:].flatten(0, 1), ids[:, :-1].flatten()),
+            ["wrong way"],
+        ),
+        (
+            lambda lg, ids: F.cross_entropy(
+                lg[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="sum"
+            ),
+            ["summed"],
+        ),
+        (
+            lambda lg, ids: -lg[:, :-1].softmax(-1).gather(-1, ids[:, 1:, None]).mean(),
+            ["probabilities", "negative logarithms"],
+        ),
+        (
+            lambda lg, ids: F.cross_entropy(
+                lg[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="none"
+            ),
+            ["shape", "one number"],
+        ),
+        (lambda lg, ids: 0.0, ["should be"]),
+    ],
+)
+def test_next_token_loss_names_the_usual_slips(wrong, phrases):
+    assert_fails(check_next_token_loss(wrong, verbose=False), *phrases)
+    with pytest.raises(AssertionError):
+        check_next_token_loss(wrong, strict=True, verbose=False)

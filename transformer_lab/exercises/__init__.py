@@ -59,7 +59,13 @@ from transformer_lab.exercises.ch10_block import (
     check_feed_forward,
     check_pre_ln_block,
 )
-from transformer_lab.exercises.ch11_encoder_decoder import check_cross_attention
+from transformer_lab.exercises.ch11_encoder_decoder import (
+    check_cross_attention,
+    check_cross_attention_cache,
+    check_label_smoothing,
+    check_sequence_score,
+    check_smallest_margin,
+)
 from transformer_lab.exercises.ch12_bert import check_mean_pool, check_previous_token_score
 from transformer_lab.exercises.ch13_gpt import check_next_token_loss, check_nucleus
 from transformer_lab.exercises.ch14_decoders import check_kv_cache_bytes, check_rms_norm
@@ -114,6 +120,10 @@ __all__ = [
     "check_block_parameter_count",
     # chapter 11
     "check_cross_attention",
+    "check_sequence_score",
+    "check_cross_attention_cache",
+    "check_label_smoothing",
+    "check_smallest_margin",
     # chapter 12
     "check_previous_token_score",
     "check_mean_pool",

@@ -1,14 +1,12 @@
 """Checkers for chapter 5, why attention divides by sqrt(d_k).
 
+- :func:`check_stable_softmax`: ``fn(scores)``, a softmax over the last axis that stays
+  right for scores in the hundreds (unscaled dot products of wide vectors) and for masked
+  keys (``-inf``);
 - :func:`check_score_divisor`: ``fn(sigma, d_k)``, the number that brings ``q . k`` back to
   unit variance when the entries of ``q`` and ``k`` have standard deviation ``sigma``;
 - :func:`check_half_weight_temperature`: a temperature ``T`` at which the first key of the
   lectures' worked example (scores 112, 96, 16, 8) gets a weight of one half.
-
-The chapter's first exercise checks a reader's attention with chapter 4's
-:func:`~.ch04_self_attention.check_attention`, which names the scaling mistakes (no
-division, division by ``d_k``, by the wrong dimension); it is re-exported here so the
-chapter's checkers can be imported from its own module.
 """
 
 from __future__ import annotations
@@ -17,10 +15,17 @@ import math
 
 import torch
 
-from transformer_lab.exercises.ch04_self_attention import check_attention
-from transformer_lab.exercises.runner import CheckResult, WrongAnswer, as_number, call, run_check
+from transformer_lab.exercises.runner import (
+    CheckResult,
+    WrongAnswer,
+    as_number,
+    call,
+    compare,
+    need_tensor,
+    run_check,
+)
 
-__all__ = ["check_attention", "check_score_divisor", "check_half_weight_temperature"]
+__all__ = ["check_stable_softmax", "check_score_divisor", "check_half_weight_temperature"]
 
 WORKED_SCORES = (112.0, 96.0, 16.0, 8.0)  # q_1 . k_j in the lectures' example, d_k = 64
 
@@ -39,6 +44,71 @@ def _number(value, what: str) -> float:
     if not math.isfinite(value):
         raise WrongAnswer(f"{what} should be a finite number, got {value}.")
     return float(value)
+
+
+def _softmax_inputs() -> list[tuple[str, torch.Tensor]]:
+    """Scores the checker feeds ``fn``: ordinary ones first, then the hard cases."""
+    gen = torch.Generator().manual_seed(5)
+    ordinary = torch.randn(2, 3, 6, generator=gen)
+    large = 40 * torch.randn(2, 3, 6, generator=gen) + 600  # unscaled scores of wide vectors
+    negative = 40 * torch.randn(3, 6, generator=gen) - 600
+    spread = torch.stack([torch.randn(6, generator=gen), 500 + torch.randn(6, generator=gen)])
+    masked = torch.randn(3, 6, generator=gen)
+    masked[:, 4:] = -math.inf  # the last two keys masked in every row
+    return [
+        ("ordinary scores [2, 3, 6]", ordinary),
+        ("scores around 600 [2, 3, 6]", large),
+        ("scores around -600 [3, 6]", negative),
+        ("two rows [2, 6], one around 0 and one around 500", spread),
+        ("scores [3, 6] with the last two keys masked (-inf)", masked),
+    ]
+
+
+def _softmax_mistakes(scores: torch.Tensor):
+    """``(message, what that mistake computes)`` for a softmax of ``scores``."""
+    with torch.no_grad():
+        e = scores.exp()
+        yield (
+            "exp overflows: float32 holds numbers up to about 3.4e38, and exp(89) is already "
+            "larger, so a score of 600 gives inf and inf / inf is NaN. Subtract each row's "
+            "largest score before exp: the result is the same, and the largest exp is then 1",
+            e / e.sum(-1, keepdim=True),
+        )
+        shifted = (scores - scores.max()).exp()
+        yield (
+            "you subtracted the largest score of the whole tensor; a row whose scores are all "
+            "far below it underflows to zeros and 0 / 0. Subtract each row's own maximum "
+            "(max over the last axis, keepdim=True)",
+            shifted / shifted.sum(-1, keepdim=True),
+        )
+        low = (scores - scores.min(-1, keepdim=True).values).exp()
+        yield (
+            "you subtracted each row's smallest score: the other exps then grow without bound "
+            "(and a masked -inf makes it NaN). Subtract the largest score instead",
+            low / low.sum(-1, keepdim=True),
+        )
+        if scores.dim() >= 2:
+            yield (
+                "the weights sum to one along the wrong axis: take max and sum over the last "
+                "axis (dim=-1), where the keys are",
+                torch.softmax(scores, dim=-2),
+            )
+
+
+def check_stable_softmax(fn, *, strict: bool = False, verbose: bool = True) -> CheckResult:
+    """Check ``fn(scores)`` -> ``torch.softmax(scores, dim=-1)`` for ordinary scores, for
+    scores in the hundreds of either sign, for rows far apart in size, and for rows with
+    masked (``-inf``) keys; the usual slips are named (no shift, one shift for the whole
+    tensor, the minimum instead of the maximum, the wrong axis)."""
+
+    def body():
+        for describe, scores in _softmax_inputs():
+            out = need_tensor(call(fn, (scores,), describe), "a tensor of weights")
+            want = torch.softmax(scores, dim=-1)
+            compare(out, want, describe, lambda s=scores: _softmax_mistakes(s), row_sums=True)
+        return "the weights match torch.softmax for large, negative, uneven and masked scores."
+
+    return run_check("check_stable_softmax", body, strict, verbose)
 
 
 def check_score_divisor(fn, *, strict: bool = False, verbose: bool = True) -> CheckResult:

@@ -1,9 +1,9 @@
 """Checkers for chapter 13, GPT.
 
-The chapter's exercise on masked attention uses chapter 6's
-:func:`~.ch06_masking.check_masked_attention`, re-exported here so the chapter's checkers
-can be imported from its own module. :func:`check_nucleus` checks the top-p exercise,
-computed by hand, against the package's sampler.
+- :func:`check_next_token_loss`: ``fn(logits, ids)``, the loss a GPT is trained with: the
+  mean cross-entropy of predicting each next token of ``ids`` from the logits of the
+  position before it;
+- :func:`check_nucleus`: the top-p exercise, computed by hand, against the package's sampler.
 """
 
 from __future__ import annotations
@@ -11,15 +11,89 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
-from transformer_lab.exercises.ch06_masking import check_masked_attention
-from transformer_lab.exercises.runner import CheckResult, WrongAnswer, run_check
+from transformer_lab.exercises.runner import (
+    CheckResult,
+    WrongAnswer,
+    as_number,
+    call,
+    need_tensor,
+    run_check,
+)
 from transformer_lab.generation.sampling import next_token_probs
 
-__all__ = ["check_masked_attention", "check_nucleus"]
+__all__ = ["check_next_token_loss", "check_nucleus"]
 
 NUCLEUS_PROBS = (0.5, 0.3, 0.15, 0.05)  # the exercise's four tokens, most likely first
 NUCLEUS_PS = (0.4, 0.7, 0.9)  # the values of p it asks about (no cumulative sum lands on one)
+
+
+def _loss_mistakes(logits: torch.Tensor, ids: torch.Tensor):
+    """``(message, the loss that mistake computes)`` for ``logits [batch, pos, vocab]``."""
+    flat = logits.flatten(0, 1)
+    yield (
+        "you scored each position's logits against its own token: the logits at position t "
+        "predict the token at t + 1, so pair logits[:, :-1] with ids[:, 1:]",
+        F.cross_entropy(flat, ids.flatten()),
+    )
+    yield (
+        "the shift goes the wrong way: logits[:, 1:] against ids[:, :-1] asks each position to "
+        "predict the token before it; pair logits[:, :-1] with ids[:, 1:]",
+        F.cross_entropy(logits[:, 1:].flatten(0, 1), ids[:, :-1].flatten()),
+    )
+    yield (
+        "you summed the losses of the positions; take their mean, so the loss does not grow "
+        "with the batch or the context",
+        F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten(), reduction="sum"),
+    )
+    probs = logits[:, :-1].softmax(-1).gather(-1, ids[:, 1:, None])
+    yield (
+        "you averaged the probabilities of the right tokens; the loss is the mean of their "
+        "negative logarithms, -log p(next token)",
+        -probs.mean(),
+    )
+    yield (
+        "you took the log of the probability without the minus sign; the loss is "
+        "-log p(next token), a positive number that training makes smaller",
+        probs.log().mean(),
+    )
+
+
+def check_next_token_loss(fn, *, strict: bool = False, verbose: bool = True) -> CheckResult:
+    """Check ``fn(logits, ids)`` -> the mean next-token cross-entropy (a number): ``logits``
+    ``[batch, pos, vocab]`` are a model's outputs for ``ids`` ``[batch, pos]``, and the logits
+    at position ``t`` are scored against the token at ``t + 1`` (the last position has no
+    target). Compared with ``F.cross_entropy`` on shifted inputs; the usual slips are named."""
+
+    def body():
+        gen = torch.Generator().manual_seed(13)
+        for batch, pos, vocab in [(1, 2, 3), (2, 7, 11), (3, 16, 65)]:
+            logits = 2 * torch.randn(batch, pos, vocab, generator=gen)
+            ids = torch.randint(vocab, (batch, pos), generator=gen)
+            describe = f"logits [{batch}, {pos}, {vocab}], ids [{batch}, {pos}]"
+            out = call(fn, (logits, ids), describe)
+            got = as_number(out)
+            if got is None:
+                shape = tuple(need_tensor(out, "a single number").shape)
+                raise WrongAnswer(
+                    f"your function returned a tensor of shape {shape} ({describe}); the loss "
+                    "is one number, the mean over every predicted token."
+                )
+            want = F.cross_entropy(logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten()).item()
+            if math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-5):
+                continue
+            for message, wrong in _loss_mistakes(logits, ids):
+                if math.isclose(got, wrong.item(), rel_tol=1e-4, abs_tol=1e-5):
+                    raise WrongAnswer(f"{message} ({describe}).")
+            raise WrongAnswer(
+                f"the loss should be {want:.4f}, got {got:.4f} ({describe}). Take log_softmax "
+                "over the vocabulary, pick the log-probability of each next token, and average "
+                "their negatives."
+            )
+        return "the mean cross-entropy of each next token: right for 3 shapes."
+
+    return run_check("check_next_token_loss", body, strict, verbose)
 
 
 def _kept(n: int) -> list[float]:
