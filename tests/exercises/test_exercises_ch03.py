@@ -82,6 +82,8 @@ def test_check_score_costs_accepts_both_orders_and_names_mistakes():
     assert_fails(verdict(check, per_pair), "multiplicative", "for every pair")
     no_projection = lambda n, m, d, d_a: (*costs(n, m, d, d_a)[:2], n * m * d_a)  # noqa: E731
     assert_fails(verdict(check, no_projection), "additive", "cost too")
+    naive = lambda n, m, d, d_a: (n * m * d, n * m * d * d, 0)  # noqa: E731
+    assert_fails(verdict(check, naive), "multiplicative", "once per step")
     assert_fails(verdict(check, lambda *a: 5), "tuple of 3 numbers")
 
 
@@ -92,6 +94,7 @@ def test_check_flatten_weights_accepts_a_right_answer_and_names_mistakes():
     assert_fails(verdict(check, lambda n, d_cell, d_state: n * d_cell * d_state), "bias")
     assert_fails(verdict(check, lambda n, d_cell, d_state: (d_cell + 1) * d_state), "one cell")
     assert_fails(verdict(check, lambda n, d_cell, d_state: 7), "expected 36,928, got 7")
+    assert_fails(verdict(check, lambda n, d_cell, d_state: d_cell * d_state), "one cell and has no")
     assert_fails(verdict(check, lambda n, d_cell, d_state: "many"), "number of weights")
 
 

@@ -217,6 +217,9 @@ def check_score_costs(fn, *, strict: bool = False, verbose: bool = True) -> Chec
                 (pairs * d * d + pairs * d, "you multiplied by W for every pair; s^T W needs "
                  "computing once per step (m d^2), or W h_j once per sentence (n d^2)"),
                 (pairs * d, "the product with W costs too: m d^2 (or n d^2) on top"),
+                (pairs * d * d, "you multiplied by W for every pair; s^T W needs computing "
+                 "once per step (m d^2), or W h_j once per sentence (n d^2), then n m d for the "
+                 "dot products"),
             ], "multiplicative", describe)  # fmt: skip
             projections = n * d * d_a + m * d * d_a
             _judge(add, (projections + pairs * d_a, projections + 2 * pairs * d_a), [
@@ -252,6 +255,8 @@ def check_flatten_weights(fn, *, strict: bool = False, verbose: bool = True) -> 
                 (d_cell * d_state + d_state, "that layer reads one cell; the flattened vector "
                  "holds all n_cells of them, n_cells * d_cell numbers"),
                 (flat * d_state + flat, "the bias has one number per output, d_state of them"),
+                (d_cell * d_state, "that layer reads one cell and has no bias; the flattened "
+                 "vector holds n_cells * d_cell numbers, and the bias adds d_state"),
             ], "weights", describe)  # fmt: skip
         return "right: (n_cells * d_cell + 1) * d_state weights, growing with the grid."
 
