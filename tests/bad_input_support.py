@@ -19,6 +19,7 @@ from transformer_lab import checks as CHECKS
 from transformer_lab import hooks as H
 from transformer_lab import viz as V
 from transformer_lab.analysis import head_patterns as ANALYSIS_HEAD_PATTERNS
+from transformer_lab.analysis import loss_surface as ANALYSIS_LOSS_SURFACE
 from transformer_lab.analysis import sequential_depth as PA
 from transformer_lab.analysis import word_vectors as E
 from transformer_lab.data import cache as CACHE

@@ -5,6 +5,7 @@ message (run by ``tests/test_bad_inputs.py``)."""
 
 from bad_input_support import (  # noqa: F401
     ANALYSIS_HEAD_PATTERNS,
+    ANALYSIS_LOSS_SURFACE,
     PA,
     TK,
     E,
@@ -164,3 +165,55 @@ for target, thunk, error, fragment in [
      ValueError, "X must hold finite numbers, got NaN or inf"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)
+
+
+def _line() -> torch.nn.Linear:
+    torch.manual_seed(0)
+    return torch.nn.Linear(3, 2)
+
+
+case(
+    ANALYSIS_LOSS_SURFACE.random_direction,
+    lambda: ANALYSIS_LOSS_SURFACE.random_direction(_line(), 0),
+    TypeError,
+    "generator must be a Generator, got int",
+)
+
+case(
+    ANALYSIS_LOSS_SURFACE.random_direction,
+    lambda: ANALYSIS_LOSS_SURFACE.random_direction("model", torch.Generator()),
+    TypeError,
+    "model must be a Module, got str",
+)
+
+case(
+    ANALYSIS_LOSS_SURFACE.loss_slice,
+    lambda: ANALYSIS_LOSS_SURFACE.loss_slice(_line(), lambda m: 0.0, [torch.zeros(2, 3)], [0.0]),
+    ValueError,
+    "direction has 1 tensors but the model has 2 parameters",
+)
+
+case(
+    ANALYSIS_LOSS_SURFACE.loss_slice,
+    lambda: ANALYSIS_LOSS_SURFACE.loss_slice(
+        _line(), lambda m: 0.0, [torch.zeros(3, 2), torch.zeros(2)], [0.0]
+    ),
+    ValueError,
+    "direction[0] must have the shape (2, 3), got (3, 2)",
+)
+
+case(
+    ANALYSIS_LOSS_SURFACE.loss_slice,
+    lambda: ANALYSIS_LOSS_SURFACE.loss_slice(
+        _line(), lambda m: 0.0, [torch.zeros(2, 3), torch.zeros(2)], [0.0, float("nan")]
+    ),
+    ValueError,
+    "alphas[1] must be a finite number, got nan",
+)
+
+case(
+    ANALYSIS_LOSS_SURFACE.loss_slice,
+    lambda: ANALYSIS_LOSS_SURFACE.loss_slice(_line(), None, [], [0.0]),
+    TypeError,
+    "loss_fn must be callable (model -> loss), got NoneType",
+)
