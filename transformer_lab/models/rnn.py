@@ -12,9 +12,9 @@ at every step t the decoder state ``s_t`` scores every encoder state ``h_j``, an
     logits_t = W_U o_t                                 # next token    [batch, d_vocab_tgt]
 
 (the equations of Luong et al. 2015; the score is dot, multiplicative or additive from
-:mod:`transformer_lab.nn.attention`). Without attention the
-context is the encoder's final state at every step, ``a_t = h_n`` (as in the RNN
-encoder-decoder of Cho et al. 2014), so the two models differ only in how ``a_t`` is made.
+:mod:`transformer_lab.nn.scores`). Without attention the context is the encoder's final
+state at every step, ``a_t = h_n`` (as in the RNN encoder-decoder of Cho et al. 2014), so
+the two models differ only in how ``a_t`` is made.
 
 By default ``s_t`` does not depend on ``a_{t-1}``, so teacher forcing runs the decoder RNN
 over the whole target at once and scores all steps with one matrix product
@@ -27,6 +27,7 @@ attentional vector (``o_0 = 0``), so each query knows what the decoder read befo
 decoder's first layer is then ``d_hidden`` wider, its state carries ``o_{t-1}`` beside the
 RNN's state (:meth:`Seq2Seq.initial_state`), and teacher forcing has to run one step at a
 time, through the same step as greedy decoding.
+
 The image captioner of :mod:`transformer_lab.models.captioner` decodes the same way and
 shares this module's read-out, batched scores and greedy loop.
 """
@@ -249,7 +250,10 @@ class Seq2Seq(_RecurrentDecoder):
         return self._step(self.W_E_tgt(prev), state, memory)
 
     def _step(self, x: torch.Tensor, state, memory: Memory):
-        """:meth:`decode_step` from the embedded previous tokens ``x [batch, d_embed]``."""
+        """One decoder step from the embedded previous tokens ``x [batch, d_embed]``: the
+        RNN step gives ``s_t``, which attends over the encoder states (``a_t``, weights), and
+        ``logits = W_U o_t`` with ``o_t = tanh(W_c [a_t; s_t])``. Without input feeding
+        ``state`` is the RNN's; with it, the pair (RNN state, ``o_{t-1}``)."""
         if self.config.input_feeding:  # the previous attentional vector joins the input
             state, o_prev = state
             x = torch.cat([x, o_prev], dim=-1)  # [batch, d_embed + d_hidden]
@@ -259,7 +263,7 @@ class Seq2Seq(_RecurrentDecoder):
             return self._combine(s, self._final_h(memory)), state, None
         context, weights = attend(self.score, s, memory.states, mask=memory.mask)
         o = self._attentional(s, context)  # [batch, d_hidden]
-        if self.config.input_feeding:
+        if self.config.input_feeding:  # kept for the next step's input
             state = (state, o)
         return self.W_U(o), state, weights
 
