@@ -308,3 +308,44 @@ for thunk, error, fragment in [
      "title must be a str, got int"),
 ]:  # fmt: skip
     case(WM.word_map_plotly, thunk, error, fragment)
+
+# chapters 1 and 2: the pictures moved out of the reader's cells
+from transformer_lab.data.tokenizers import Vocabulary  # noqa: E402
+from transformer_lab.viz import bottleneck as VIZ_BOTTLENECK  # noqa: E402
+from transformer_lab.viz import lookup as VIZ_LOOKUP  # noqa: E402
+from transformer_lab.viz import similarity as VIZ_SIMILARITY  # noqa: E402
+
+_v2 = torch.tensor([1.0, 2.0])
+_vocab3 = Vocabulary(["a", "b", "c"])
+for target, thunk, error, fragment in [
+    (TL.timeline_figure, lambda: TL.timeline_figure(wrap=0), ValueError, "wrap must be"),
+    (WM.word_map_figure, lambda: WM.word_map_figure(_coords, ["a"], ["x", "y"]), ValueError,
+     "2 points, 1 words and 2 groups"),
+    (WM.word_map_controls, lambda: WM.word_map_controls(_coords, ["x", "y"], f(3, 2), _vocab3),
+     TypeError, "projection must be the result of pca_2d"),
+    (VIZ_LOOKUP.one_hot_lookup_figure,
+     lambda: VIZ_LOOKUP.one_hot_lookup_figure(torch.eye(3), f(2, 4), ["a", "b", "c"], list("abc")),
+     ValueError, "need O [N, |V|] and E [|V|, d]"),
+    (VIZ_SIMILARITY.similarity_figure,
+     lambda: VIZ_SIMILARITY.similarity_figure(f(3), _v2, _v2, f(10), {}), ValueError,
+     "a must be a vector of 2 numbers, got shape (3,)"),
+    (VIZ_SIMILARITY.similarity_explorer,
+     lambda: VIZ_SIMILARITY.similarity_explorer(lengths=[0.0, 1.0]), ValueError,
+     "lengths must be positive"),
+    (VIZ_SIMILARITY.similarity_controls,
+     lambda: VIZ_SIMILARITY.similarity_controls(f(4, 2), _vocab3), ValueError,
+     "W_E has 4 rows but vocab has 3 tokens"),
+    (VIZ_BOTTLENECK.bottleneck_figure,
+     lambda: VIZ_BOTTLENECK.bottleneck_figure([1.0], [1.0], [(1, 0.5)], [1, 5], [0.5, 0.2]),
+     ValueError, "2 bin edges for 2 bins"),
+    (VIZ_BOTTLENECK.distance_figure, lambda: VIZ_BOTTLENECK.distance_figure({}, [1.0]),
+     ValueError, "curves is empty"),
+    (VIZ_BOTTLENECK.chain_time_figure,
+     lambda: VIZ_BOTTLENECK.chain_time_figure({("LSTM", 4): (4, 9)}, {}, d=8), ValueError,
+     "chains must have keys (layer, n)"),
+    (VIZ_BOTTLENECK.sensitivity_menu, lambda: VIZ_BOTTLENECK.sensitivity_menu(print, []),
+     TypeError, "numbers must be a non-empty sequence"),
+    (VIZ_BOTTLENECK.sensitivity_box, lambda: VIZ_BOTTLENECK.sensitivity_box(21), TypeError,
+     "explain must be a function of a number"),
+]:  # fmt: skip
+    case(target, thunk, error, fragment)

@@ -11,6 +11,7 @@ import pytest
 
 from transformer_lab.viz.timeline import (
     FAMILIES,
+    LABEL_HEIGHTS,
     TIMELINE,
     TimelineEntry,
     timeline_figure,
@@ -82,3 +83,22 @@ def test_bad_entries_are_refused():
         TimelineEntry(2020, "x", "k", "A et al.", "rnn", "y")
     with pytest.raises(TypeError, match="TimelineEntry objects"):
         timeline_figure([("2017", "Transformer")])
+
+
+def test_moved_labels_keep_their_stems_and_the_title_is_set():
+    fig = timeline_figure(title="thirteen papers")
+    ax = fig.axes[0]
+    assert ax.get_title() == "thirteen papers"
+    by_name = {e.name: text for e, text in zip(TIMELINE, ax.texts, strict=True)}
+    stems = {e.name: line for e, line in zip(TIMELINE, ax.lines[1:], strict=True)}
+    for name, height in LABEL_HEIGHTS.items():
+        assert by_name[name].get_position()[1] == height
+        assert list(stems[name].get_ydata()) == [0, height]
+    assert all(len(line) <= 22 for t in ax.texts for line in t.get_text().split("\n")[1:])
+    matplotlib.pyplot.close(fig)
+
+
+def test_plotly_title_fits_and_the_first_names_are_not_clipped():
+    fig = timeline_plotly()
+    assert fig.layout.xaxis.range == (2012.0, 2026.0)
+    assert fig.layout.margin.t > 30 and all(t.cliponaxis is False for t in fig.data)

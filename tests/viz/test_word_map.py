@@ -14,7 +14,7 @@ from transformer_lab.analysis.word_vectors import (
     pca_2d,
 )
 from transformer_lab.data.tokenizers import Vocabulary
-from transformer_lab.viz.word_map import word_map_plotly
+from transformer_lab.viz.word_map import word_map_controls, word_map_figure, word_map_plotly
 
 
 def data(seed=0, n=40, d=12):
@@ -133,3 +133,48 @@ def test_on_minilm_the_arrow_finds_queen_and_capitals():
     words = ["one", "two", "three", "red", "blue", "green", "dog", "cat", "horse"]
     stats = group_separation(W[vocab.encode(words)], ["n"] * 3 + ["c"] * 3 + ["a"] * 3)
     assert stats["purity"] == 1.0 and stats["within"] > 3 * stats["between"]
+
+
+def test_word_map_plotly_menu_sits_under_a_wrapped_title():
+    coords = torch.tensor([[0.0, 0.0], [1.0, 0.0]])
+    long_title = "56 MiniLM word vectors on a 2-D PCA map (17% of the variance kept), seen flat"
+    fig = word_map_plotly(
+        coords, ["a", "b"], ["x", "y"], arrows={"m": [("a", "b")]}, title=long_title
+    )
+    assert "<br>" in fig.layout.title.text
+    menu = fig.layout.updatemenus[0]
+    assert (menu.y, menu.yanchor) == (1.0, "bottom") and fig.layout.margin.t > 46
+
+
+def test_word_map_figure_labels_every_word_and_draws_the_arrows():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    coords = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    fig = word_map_figure(
+        coords,
+        ["man", "king", "woman", "queen"],
+        ["people", "royals", "people", "royals"],
+        arrows={"king - man + woman": [("man", "king"), ("woman", "queen")]},
+        variance_ratio=torch.tensor([0.1, 0.05]),
+    )
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.texts]
+    assert sorted(x for x in labels if x) == ["king", "man", "queen", "woman"]
+    assert labels.count("") == 2  # one arrow per pair
+    assert ax.get_xlabel() == "first principal direction (10% of the variance)"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["people", "royals"]
+    matplotlib.pyplot.close(fig)
+
+
+def test_word_map_controls_need_one_group_per_point():
+    pytest.importorskip("ipywidgets")
+    vocab = Vocabulary(["king", "man", "woman", "queen", "cat"])
+    W = torch.randn(5, 4, generator=torch.Generator().manual_seed(0))
+    projection = pca_2d(W[:4].double())
+    app = word_map_controls(
+        projection, ["a", "a", "b", "b"], W, vocab, words="cat", question="king - man + woman"
+    )
+    assert [c.description for c in app.children[:2]] == ["words", "a - b + c"]
+    with pytest.raises(ValueError, match="4 points on the map but 3 groups"):
+        word_map_controls(projection, ["a", "a", "b"], W, vocab)

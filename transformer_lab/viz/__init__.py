@@ -5,8 +5,9 @@ Where each kind lives: ``plotly`` (:func:`show`, the MIME bundle), ``heatmaps`` 
 and SVG heatmaps), ``heatmap_explorer`` (its panels, frame and axes in ``heatmap_panels``)
 and ``bars`` (explorations behind sliders and dropdowns), ``layout`` (titles, menus,
 sliders), ``display`` (numbered figures, listings, tables), and the book's own pictures:
-``architecture``, ``timeline``, ``word_map``, ``overlay``, ``bertviz`` (attention browsers)
-and ``toy_attention`` (the attention explorer of chapters 4-6). The names below are the
+``architecture``, ``timeline``, ``lookup``, ``similarity`` and ``word_map`` (chapter 1),
+``bottleneck`` (chapter 2), ``overlay``, ``bertviz`` (attention browsers) and
+``toy_attention`` (the attention explorer of chapters 4-6). The names below are the
 ones chapters call as ``viz.name``.
 
 Displaying a Plotly figure: :func:`show`

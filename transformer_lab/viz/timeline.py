@@ -12,12 +12,20 @@ conference paper (the one cited) in 2019.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from transformer_lab.checks import integer, one_of
+from transformer_lab.checks import instance_of, integer, one_of, positive_number
 
-__all__ = ["TimelineEntry", "TIMELINE", "FAMILIES", "timeline_figure", "timeline_plotly"]
+__all__ = [
+    "TimelineEntry",
+    "TIMELINE",
+    "FAMILIES",
+    "LABEL_HEIGHTS",
+    "timeline_figure",
+    "timeline_plotly",
+]
 
 # family -> (label in the legend, colour)
 FAMILIES = {
@@ -189,20 +197,42 @@ def _heights(entries: list[TimelineEntry]) -> list[float]:
     return [side[e.year] * (1.0 + 1.8 * n) for e, n in zip(entries, _rows(entries), strict=True)]
 
 
-def timeline_figure(entries: Sequence[TimelineEntry] = TIMELINE, *, ax=None):
+# labels moved out of their neighbours' way at the default size (entry name -> height)
+LABEL_HEIGHTS = {"BERT": 2.8, "GPT-2": 4.6, "GPT-3": -2.8}
+
+
+def timeline_figure(
+    entries: Sequence[TimelineEntry] = TIMELINE,
+    *,
+    title: str | None = None,
+    figsize: tuple[float, float] = (8, 9),
+    wrap: int = 22,
+    fontsize: float = 9,
+    heights: Mapping[str, float] | None = None,
+    ax=None,
+):
     """Draw ``entries`` on a horizontal year axis with matplotlib; returns the figure.
 
-    Each entry is a stem from its year to a label with its name and what it added,
-    coloured by family. Entries of the same year stack on the same side.
+    Each entry is a stem from its year to a label with its name and what it added (wrapped
+    at ``wrap`` characters), coloured by family. Entries of the same year stack on the same
+    side. The defaults fit a page column: 8 by 9 inches, 9-point type, and the labels named
+    in ``heights`` (by default :data:`LABEL_HEIGHTS`) moved to the given height so that no
+    two labels overlap.
     """
     import matplotlib.pyplot as plt
 
     entries = _check_entries(entries)
+    positive_number(wrap, "wrap")
+    positive_number(fontsize, "fontsize")
+    heights_by_name = dict(LABEL_HEIGHTS if heights is None else heights)
+    instance_of(title, (str, type(None)), "title")
     if ax is None:
-        fig, ax = plt.subplots(figsize=(12, 7), layout="constrained")
+        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
     else:
         fig = ax.figure
-    heights = _heights(entries)
+    heights = [
+        heights_by_name.get(e.name, h) for e, h in zip(entries, _heights(entries), strict=True)
+    ]
     years = [e.year for e in entries]
     ax.axhline(0, color="black", lw=1.5, zorder=1)
     for e, h in zip(entries, heights, strict=True):
@@ -212,46 +242,39 @@ def timeline_figure(entries: Sequence[TimelineEntry] = TIMELINE, *, ax=None):
         ax.text(
             e.year,
             h,
-            f"{e.name}\n{_wrap(e.added, 30)}",
+            f"{e.name}\n{textwrap.fill(e.added, int(wrap))}",
             ha="center",
             va="bottom" if h > 0 else "top",
-            fontsize=8,
+            fontsize=fontsize,
             bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": color, "lw": 1.2},
             zorder=4,
         )
     for family, (label, color) in FAMILIES.items():
         if any(e.family == family for e in entries):
             ax.scatter([], [], color=color, label=label)
-    ax.legend(loc="upper right", fontsize=8, frameon=False)
-    top = max(heights) + 1.6
-    bottom = min(heights) - 1.6
+    ax.legend(loc="upper right", fontsize=fontsize, frameon=False)
+    top = max(_heights(entries)) + 1.6
+    bottom = min(_heights(entries)) - 1.6
     ax.set(
         xlim=(min(years) - 1.0, max(years) + 1.0),
         ylim=(min(bottom, -1.0), max(top, 1.0)),
         xticks=sorted(set(years)),
         yticks=[],
     )
+    if title is not None:
+        ax.set_title(title)
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
     return fig
 
 
-def _wrap(text: str, width: int) -> str:
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    lines.append(line)
-    return "\n".join(lines)
-
-
 def timeline_plotly(entries: Sequence[TimelineEntry] = TIMELINE):
     """The same timeline as a Plotly figure; hovering a point shows the paper, its authors
-    and year, and what it added."""
+    and year, and what it added. The title is wrapped to fit a phone, and the year axis
+    leaves room for the names of the first year's papers left of their points."""
     import plotly.graph_objects as go
+
+    from transformer_lab.viz.layout import title_layout
 
     entries = _check_entries(entries)
     heights = _heights(entries)
@@ -285,13 +308,22 @@ def timeline_plotly(entries: Sequence[TimelineEntry] = TIMELINE):
             hovertemplate="<b>%{text}</b> (%{x})<br>%{customdata[1]}<br>%{customdata[0]}"
             "<extra></extra>",
         )
+    height = 460
+    title, top = title_layout("From recurrent translation models to today's decoders", height)
+    years = [e.year for e in entries]
     fig.update_layout(
-        title={"text": "From recurrent translation models to today's decoders"},
-        height=460,
+        title=title,
+        height=height,
+        margin={"t": top + 30, "l": 20, "r": 20},
         yaxis={"visible": False, "range": [min(heights) - 1.2, max(heights) + 1.2]},
-        xaxis={"dtick": 1, "title": "year of the cited publication"},
+        xaxis={
+            "dtick": 1,
+            "title": "year of the cited publication",
+            "range": [min(years) - 2.0, max(years) + 1.0],
+        },
         legend={"orientation": "h", "y": -0.25},
     )
+    fig.update_traces(cliponaxis=False)
     return fig
 
 
