@@ -66,6 +66,7 @@ from transformer_lab.training import schedules as SCH
 from transformer_lab.training import tiny_bert as TBT
 from transformer_lab.training import toy as T
 from transformer_lab.training import train_gpt as TG
+from transformer_lab.training import word_bert as WB
 from transformer_lab.viz import architecture as AR
 from transformer_lab.viz import bertviz as BV
 from transformer_lab.viz import display as DSP
@@ -95,6 +96,7 @@ RECORDS = {
     GR.GenreTask,
     DI.DistInfo,
     TBT.ShakespeareCorpus,
+    WB.ShakespeareWords,
 }
 
 # Predicates: any object is a fair question (answer False).

@@ -472,3 +472,22 @@ case(
     TypeError,
     "joint_vocab must be a bool, got str",
 )
+
+# whole words as tokens (chapter 12's live run)
+for target, thunk, error, fragment in [
+    (MLM.WordVocabulary, lambda: MLM.WordVocabulary(["the", "The,"]), ValueError,
+     "words must be lower-case words like 'thee', got ['The,']"),
+    (MLM.WordVocabulary, lambda: MLM.WordVocabulary(["the", "the"]), ValueError,
+     "words must be distinct"),
+    (MLM.WordVocabulary.from_texts, lambda: MLM.WordVocabulary.from_texts(["a b"], 5), ValueError,
+     "size must be an int >= 6, got 5"),
+    (MLM.WordVocabulary.words, lambda: MLM.WordVocabulary.words(None), TypeError,
+     "text must be a str, got NoneType"),
+    (MLM.word_spans, lambda: MLM.word_spans([["a b"]], MLM.WordVocabulary(["a"]), 0), ValueError,
+     "span must be a positive int, got 0"),
+    (MLM.word_spans, lambda: MLM.word_spans([["a b"]], ["a"], 2), TypeError,
+     "vocab must be a WordVocabulary, got list"),
+    (MLM.word_spans, lambda: MLM.word_spans(["a b"], MLM.WordVocabulary(["a"]), 2), TypeError,
+     "documents must hold lists of lines, got a str"),
+]:  # fmt: skip
+    case(target, thunk, error, fragment)

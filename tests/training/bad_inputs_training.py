@@ -596,3 +596,26 @@ case(
     ValueError,
     "label_smoothing must be in [0, 1), got 1.0",
 )
+
+# chapter 12's live run on whole words
+from transformer_lab.training import word_bert as WB  # noqa: E402
+
+for target, thunk, error, fragment in [
+    (WB.shakespeare_words, lambda: WB.shakespeare_words(span=0), ValueError,
+     "span must be positive, got 0"),
+    (WB.held_out_words, lambda: WB.held_out_words("plays"), TypeError,
+     "words must be a ShakespeareWords, got str"),
+    (WB.NeighbourCounts, lambda: WB.NeighbourCounts([[1, 9]], 5, [0]), ValueError,
+     "token ids must lie in [0, 5)"),
+    (WB.NeighbourCounts, lambda: WB.NeighbourCounts([[1]], 5, [0]), ValueError,
+     "sequences must hold at least one pair of neighbours"),
+    (WB.word_mlm_report, lambda: WB.word_mlm_report(None, None, None), TypeError,
+     "batch must be a PretrainingBatch, got NoneType"),
+    (WB.WordBertRecipe, lambda: WB.WordBertRecipe(mask_prob=1.0), ValueError,
+     "mask_prob must be below 1, got 1.0"),
+    (WB.WordBertRecipe, lambda: WB.WordBertRecipe(d_model=100, n_heads=3), ValueError,
+     "d_model=100 must be divisible by n_heads=3"),
+    (WB.pretrain_word_bert, lambda: WB.pretrain_word_bert({"steps": 5}), TypeError,
+     "recipe must be a WordBertRecipe, got dict"),
+]:  # fmt: skip
+    case(target, thunk, error, fragment)

@@ -12,18 +12,27 @@ Next-sentence prediction (:func:`next_sentence_pairs`): a pair ``(A, B)`` where,
 probability 50%, B is the sentence that follows A in its document (``is_next = 1``) and
 otherwise a random sentence from another document (``is_next = 0``). :func:`pack_pair`
 lays a pair out as ``[CLS] A [SEP] B [SEP]`` with segment ids ``0 ... 0 1 ... 1``.
+
+Words as tokens (:class:`WordVocabulary`, :func:`word_spans`): a vocabulary of whole words,
+lower-cased, with BERT's five special tokens, and documents cut into spans of a fixed number
+of words. BERT's "sentence" is "an arbitrary span of contiguous text, rather than an
+actual linguistic sentence" (Devlin et al. 2019, section 3); with whole words as tokens,
+every hidden token is a whole word, which whole-word masking (the BERT authors' 2019
+release) obtains for WordPiece by hiding all the pieces of a word together.
 """
 
 from __future__ import annotations
 
 import operator
+import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import torch
 
-from transformer_lab.checks import fraction, int_at_least, token_ids
+from transformer_lab.checks import fraction, int_at_least, positive_int, string, token_ids
 from transformer_lab.device import check_device
 
 __all__ = [
@@ -35,6 +44,9 @@ __all__ = [
     "pad_batch",
     "pretraining_batch",
     "PretrainingBatch",
+    "WORD_SPECIALS",
+    "WordVocabulary",
+    "word_spans",
 ]
 
 IGNORE_INDEX = -100
@@ -274,3 +286,80 @@ def pretraining_batch(
     )
     is_next = torch.tensor([p.is_next for p in pairs], dtype=torch.long)
     return PretrainingBatch(masked, labels, is_next, attention_mask, segment_ids)
+
+
+WORD_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0-4 of a WordVocabulary
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)*")  # letters, with inner apostrophes: o'er, 'tis -> tis
+
+
+class WordVocabulary:
+    """Whole lower-cased words as tokens: BERT's five special tokens (ids 0-4, in the order
+    of :data:`WORD_SPECIALS`), then the most frequent words of a text, most frequent first
+    (ties by spelling). Punctuation and digits are dropped; a word outside the vocabulary
+    reads as ``[UNK]``."""
+
+    def __init__(self, words: Sequence[str]):
+        words = list(words)
+        bad = [w for w in words if not isinstance(w, str) or _WORD.fullmatch(w) is None]
+        if bad:
+            raise ValueError(f"words must be lower-case words like 'thee', got {bad[:3]!r}")
+        if len(set(words)) != len(words):
+            raise ValueError("words must be distinct")
+        self.tokens = [*WORD_SPECIALS, *words]
+        self.index = {t: i for i, t in enumerate(self.tokens)}
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = range(5)
+        self.special_ids = list(range(len(WORD_SPECIALS)))
+
+    @staticmethod
+    def words(text: str) -> list[str]:
+        """The lower-cased words of ``text``: ``"O, 'tis Timon!"`` -> ``['o', 'tis', 'timon']``."""
+        return _WORD.findall(string(text, "text").lower())
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str], size: int) -> WordVocabulary:
+        """The ``size - 5`` most frequent words of ``texts``, after the special tokens."""
+        int_at_least(size, len(WORD_SPECIALS) + 1, "size")
+        counts = Counter(w for t in texts for w in cls.words(t))
+        ranked = sorted(counts, key=lambda w: (-counts[w], w))
+        return cls(ranked[: size - len(WORD_SPECIALS)])
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokens)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __repr__(self) -> str:
+        return f"WordVocabulary({len(self)} tokens: {self.tokens[5:10]} ...)"
+
+    def token_to_id(self, word: str) -> int:
+        """The id of ``word`` (``unk_id`` for a word outside the vocabulary)."""
+        return self.index.get(string(word, "word"), self.unk_id)
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of the words of ``text``, without special tokens."""
+        return [self.index.get(w, self.unk_id) for w in self.words(text)]
+
+    def convert_ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
+        ids = [operator.index(i) for i in ids]
+        bad = [i for i in ids if not 0 <= i < len(self.tokens)]
+        if bad:
+            raise ValueError(f"ids must be in [0, {len(self.tokens)}), got {bad[:3]}")
+        return [self.tokens[i] for i in ids]
+
+
+def word_spans(documents: Iterable[Iterable[str]], vocab: WordVocabulary, span: int):
+    """Each document (a list of lines) as one stream of word ids cut into spans of ``span``
+    words, BERT's "sentences"; the last words that do not fill a span are dropped.
+    Returns a list (per document) of lists (per span) of ids."""
+    positive_int(span, "span")
+    if not isinstance(vocab, WordVocabulary):
+        raise TypeError(f"vocab must be a WordVocabulary, got {type(vocab).__name__}")
+    out = []
+    for doc in documents:
+        if isinstance(doc, str):
+            raise TypeError("documents must hold lists of lines, got a str")
+        stream = [t for line in doc for t in vocab.encode(line)]
+        out.append([stream[i : i + span] for i in range(0, len(stream) - span + 1, span)])
+    return out

@@ -66,7 +66,12 @@ from transformer_lab.exercises.ch11_encoder_decoder import (
     check_sequence_score,
     check_smallest_margin,
 )
-from transformer_lab.exercises.ch12_bert import check_mean_pool, check_previous_token_score
+from transformer_lab.exercises.ch12_bert import (
+    check_bag_of_words_score,
+    check_mask_counts,
+    check_mean_pool,
+    check_previous_token_score,
+)
 from transformer_lab.exercises.ch13_gpt import check_next_token_loss, check_nucleus
 from transformer_lab.exercises.ch14_decoders import check_kv_cache_bytes, check_rms_norm
 from transformer_lab.exercises.ch15_fine_tuning import (
@@ -127,6 +132,8 @@ __all__ = [
     # chapter 12
     "check_previous_token_score",
     "check_mean_pool",
+    "check_bag_of_words_score",
+    "check_mask_counts",
     # chapter 13
     "check_next_token_loss",
     "check_nucleus",
