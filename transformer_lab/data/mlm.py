@@ -269,9 +269,13 @@ def pretraining_batch(
     special_ids: Iterable[int] = (),
     max_len: int = 64,
     mask_prob: float = 0.15,
+    mask_token_prob: float = 0.8,
+    random_token_prob: float = 0.1,
     generator: torch.Generator | None = None,
 ) -> PretrainingBatch:
-    """Pack token-id pairs, pad them and mask them: one batch for both objectives."""
+    """Pack token-id pairs, pad them and mask them (:func:`mask_tokens`): one batch for both
+    objectives. ``mask_token_prob=1.0, random_token_prob=0.0`` shows every hidden token as
+    ``[MASK]``, a fill-in-the-blank test in which the input never holds the answer."""
     packed = [pack_pair(p.a, p.b, cls_id=cls_id, sep_id=sep_id, max_len=max_len) for p in pairs]
     ids, attention_mask = pad_batch([p[0] for p in packed], pad_id)
     segment_ids, _ = pad_batch([p[1] for p in packed], 0)
@@ -282,6 +286,8 @@ def pretraining_batch(
         special_ids={*special_ids, cls_id, sep_id, pad_id, mask_id},
         attention_mask=attention_mask,
         mask_prob=mask_prob,
+        mask_token_prob=mask_token_prob,
+        random_token_prob=random_token_prob,
         generator=generator,
     )
     is_next = torch.tensor([p.is_next for p in pairs], dtype=torch.long)
