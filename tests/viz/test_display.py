@@ -28,6 +28,7 @@ def test_figures_are_numbered_per_chapter_in_the_order_first_shown():
 
 def test_a_figure_shows_its_image_number_caption_and_alt_text():
     D._numbers.clear()
+    plt.close("all")  # figures other tests left open are not this one's
     fig, ax = plt.subplots()
     ax.plot([0, 1], [1, 0])
     shown = D.figure(fig, "ch03-line", caption="A *line* with $x^2$ and `code`.", alt="a line")
@@ -35,7 +36,8 @@ def test_a_figure_shows_its_image_number_caption_and_alt_text():
     assert 'id="ch03-line"' in html and 'alt="a line"' in html
     assert "data:image/png;base64," in html
     assert "Figure 3.1.</span> A <em>line</em> with \\(x^2\\) and <code>code</code>." in html
-    assert not plt.get_fignums(), "the figure is closed once drawn, so it shows once"
+    assert not plt.fignum_exists(fig.number), "the figure is closed once drawn, so it shows once"
+    assert not plt.get_fignums()
 
 
 def test_a_listing_is_the_source_from_the_file():
