@@ -59,6 +59,20 @@ __all__ = [
 ]
 
 
+def _check_recipe_fields(recipe) -> None:
+    """Check a pretraining recipe (a dataclass): every ``int`` field at least 1 (``seed`` at
+    least 0), every other field a positive number, and ``d_model`` divisible by
+    ``n_heads``."""
+    for f in dataclasses.fields(recipe):
+        value = getattr(recipe, f.name)
+        if f.type == "int":
+            integer(value, f.name, minimum=0 if f.name == "seed" else 1)
+        else:
+            positive(value, f.name)
+    if recipe.d_model % recipe.n_heads:
+        raise ValueError(f"d_model={recipe.d_model} must be divisible by n_heads={recipe.n_heads}")
+
+
 @dataclass(frozen=True)
 class TinyBertRecipe:
     """Everything that decides a pretraining run (the shipped one uses the defaults)."""
@@ -78,14 +92,7 @@ class TinyBertRecipe:
     chunk_steps: int = 50  # training pairs are drawn this many steps at a time
 
     def __post_init__(self):
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.type == "int":
-                integer(value, f.name, minimum=0 if f.name == "seed" else 1)
-            else:
-                positive(value, f.name)
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
+        _check_recipe_fields(self)
         if self.max_len < 5:
             raise ValueError(f"max_len must leave room for 3 special tokens, got {self.max_len}")
 

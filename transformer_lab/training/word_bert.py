@@ -20,7 +20,6 @@ never hidden, so every hidden token is a word the model can name.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -40,6 +39,7 @@ from transformer_lab.device import evaluating
 from transformer_lab.models.bert import BertConfig, BertForPreTraining
 from transformer_lab.training.loop import TrainResult, train
 from transformer_lab.training.schedules import warmup_cosine
+from transformer_lab.training.tiny_bert import _check_recipe_fields
 
 __all__ = [
     "ShakespeareWords",
@@ -231,14 +231,7 @@ class WordBertRecipe:
     seed: int = 0  # seeds the initial weights, the pairs and the masks
 
     def __post_init__(self):
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.type == "int":
-                integer(value, f.name, minimum=0 if f.name == "seed" else 1)
-            else:
-                positive(value, f.name)
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
+        _check_recipe_fields(self)
         if not self.mask_prob < 1:
             raise ValueError(f"mask_prob must be below 1, got {self.mask_prob}")
 
