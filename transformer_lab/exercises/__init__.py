@@ -17,7 +17,7 @@ Layout:
   first matching mistake), ``close``, ``largest_difference``, ``describe_shapes``.
 - :mod:`.attention_mistakes`: random attention inputs and the usual mistakes in attention,
   shared by the attention checkers.
-- one module per chapter, ``chNN_topic.py`` (``ch01_embeddings`` ... ``ch16_data_parallel``),
+- one module per chapter, ``chNN_topic.py`` (``ch01_embeddings`` ... ``ch17_data_parallel``),
   holding that chapter's checkers; every exercise has a checker of its own.
   A checker module imports only :mod:`.runner`, :mod:`.attention_mistakes` and other
   modules' public names; the model modules never import checkers.
@@ -78,7 +78,7 @@ from transformer_lab.exercises.ch15_fine_tuning import (
     check_majority_baseline,
     check_parameter_groups,
 )
-from transformer_lab.exercises.ch16_data_parallel import check_global_batch, check_ring_all_reduce
+from transformer_lab.exercises.ch17_data_parallel import check_global_batch, check_ring_all_reduce
 from transformer_lab.exercises.runner import CheckResult, WrongAnswer, run_check
 
 __all__ = [
@@ -143,7 +143,7 @@ __all__ = [
     # chapter 15
     "check_majority_baseline",
     "check_parameter_groups",
-    # chapter 16
+    # chapter 17
     "check_ring_all_reduce",
     "check_global_batch",
 ]
