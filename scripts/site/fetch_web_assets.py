@@ -11,7 +11,11 @@
   ipywidgets state saved in executed chapters (myst-nb's ``nb_ipywidgets_js``);
 - ``widgets/require-config.js``, loaded between the two, which points RequireJS at this
   copy of the HTML manager (so that its fonts load from the site, not from a CDN) and lets
-  the manager's MathJax 2 calls reach the site's MathJax 3.
+  the manager's MathJax 2 calls reach the site's MathJax 3;
+- ``ort/``: ONNX Runtime Web from the npm package ``onnxruntime-web`` (pinned), which runs
+  the live models of chapters 12 and 13 in the reader's browser (``scripts/site/live/``):
+  ``ort.min.js`` and the one WebAssembly build it loads (``ort-wasm-simd-threaded.jsep``),
+  which serves both the WebAssembly backend and, in browsers with WebGPU, the WebGPU one.
 
 MathJax is served the same way by the ``sphinx-mathjax-offline`` extension. npm is run only
 when the pinned packages are not already in the cache folder.
@@ -30,7 +34,13 @@ ASSETS = ROOT / "_build" / "web_assets"
 NPM_PREFIX = ROOT / "_build" / "web_assets_npm"
 
 # ipywidgets 8.1 speaks widget protocol 2, which html-manager 1.0.x renders.
-NPM_PACKAGES = {"@jupyter-widgets/html-manager": "1.0.15", "requirejs": "2.3.7"}
+NPM_PACKAGES = {
+    "@jupyter-widgets/html-manager": "1.0.15",
+    "requirejs": "2.3.7",
+    "onnxruntime-web": "1.24.3",
+}
+# ort.min.js loads the JSEP build, whose one .wasm serves the "wasm" and "webgpu" backends
+ORT_FILES = ("ort.min.js", "ort-wasm-simd-threaded.jsep.mjs", "ort-wasm-simd-threaded.jsep.wasm")
 # the html-manager bundle refers to its icon fonts by file name, next to embed-amd.js
 FONT_SUFFIXES = (".woff", ".woff2", ".ttf", ".eot", ".svg")
 
@@ -53,6 +63,7 @@ def npm_install() -> None:
             "site: install Node.js and npm (Debian/Ubuntu: `apt-get install npm`) and run it again."
         )
     NPM_PREFIX.mkdir(parents=True, exist_ok=True)
+    # all of them at once: an install of only the missing ones would prune the others
     specs = [f"{name}@{version}" for name, version in NPM_PACKAGES.items()]
     print(f"npm install {' '.join(specs)} into {NPM_PREFIX.relative_to(ROOT)}")
     subprocess.run(
@@ -144,6 +155,9 @@ def fetch() -> list[Path]:
         modules / "requirejs" / "require.js": ASSETS / "widgets" / "require.js",
         dist / "embed-amd.js": ASSETS / "widgets" / "embed-amd.js",
     }
+    ort = modules / "onnxruntime-web"
+    for name in ORT_FILES:
+        copies[ort / "dist" / name] = ASSETS / "ort" / name
     for font in sorted(dist.iterdir()):
         if font.suffix in FONT_SUFFIXES:
             copies[font] = ASSETS / "widgets" / font.name
