@@ -413,6 +413,8 @@ SKIPPED = {
     "transformer_lab.viz.bertviz.AttentionBrowser": _R9,
     "transformer_lab.viz.bertviz.head_view": _R9,
     "transformer_lab.viz.bertviz.model_view": _R9,
+    "transformer_lab.viz.live.LiveModel": _R9,
+    "transformer_lab.viz.live_model": _R9,
     "transformer_lab.viz.decoding_explorer": _R9,
     "transformer_lab.viz.display.figure_number": _R9,
     "transformer_lab.viz.dropdown_bars": _R9,

@@ -24,6 +24,9 @@
    JupyterLab) point at the chapter's page, and citation links
    (``references.md#vaswani2017attention``) at the entry's label on the references page.
 7. ``_static/transformer_lab.css``: figures, tables, wrapped outputs, the phone layout.
+8. Pages holding a live-model panel (``<div class="tl-live">``, written by
+   ``transformer_lab.viz.live``) load ``_static/live/live.js`` and ``live.css``, which run
+   the model in the reader's browser with ONNX Runtime Web (``scripts/site/live/``).
 """
 
 from __future__ import annotations
@@ -75,6 +78,16 @@ def _prune_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
         return
     widgets_shown = WIDGET_VIEW in str(context.get("body", ""))
     context["script_files"] = [s for s in scripts if not _unwanted(s, widgets_shown)]
+
+
+LIVE_PANEL = 'class="tl-live"'
+
+
+def _live_models(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    # called inside html-page-context, add_js_file and add_css_file add to this page only
+    if LIVE_PANEL in str(context.get("body", "")):
+        app.add_js_file("live/live.js", loading_method="defer")
+        app.add_css_file("live/live.css")
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,6 +165,7 @@ def setup(app: Sphinx) -> dict:
     app.add_css_file("transformer_lab.css")
     # priority < 200 places it before every other script Sphinx and myst-nb add
     app.add_js_file(PLOTLY_JS, priority=100)
+    app.connect("html-page-context", _live_models)
     # after every other html-page-context handler (sphinx-thebe's included)
     app.connect("html-page-context", _prune_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1.0"}

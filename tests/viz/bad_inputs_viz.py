@@ -349,3 +349,21 @@ for target, thunk, error, fragment in [
      "explain must be a function of a number"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)
+
+from transformer_lab.viz import live as VIZ_LIVE  # noqa: E402
+
+for target, thunk, error, fragment in [
+    (VIZ_LIVE.live_model, lambda: VIZ_LIVE.live_model("bert"), ValueError,
+     "name must be one of ('gpt', 'minilm'), got 'bert'"),
+    (VIZ_LIVE.live_model, lambda: VIZ_LIVE.live_model("gpt", model=None), TypeError,
+     "live_model('gpt') needs model=a GPT, got NoneType"),
+    (VIZ_LIVE.live_model, lambda: VIZ_LIVE.live_model("minilm", n_chars=0), ValueError,
+     "n_chars must be"),
+    (VIZ_LIVE.live_model, lambda: VIZ_LIVE.live_model("minilm", compare="a sentence"),
+     TypeError, "compare must be a list of sentences"),
+    (VIZ_LIVE.live_model, lambda: VIZ_LIVE.live_model("minilm", model=nn.Linear(2, 2)),
+     TypeError, "takes both model and tokenizer, or neither"),
+    (VIZ_LIVE.LiveModel, lambda: VIZ_LIVE.LiveModel("bert", None, None, {}), ValueError,
+     "name must be one of ('gpt', 'minilm'), got 'bert'"),
+]:  # fmt: skip
+    case(target, thunk, error, fragment)

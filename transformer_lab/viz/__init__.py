@@ -97,6 +97,7 @@ from transformer_lab.viz.heatmap_explorer import (
 )
 from transformer_lab.viz.heatmaps import attention_heatmap, heatmap, plot_heads, svg_heatmap
 from transformer_lab.viz.layout import title_layout, wrap_title
+from transformer_lab.viz.live import live_model
 from transformer_lab.viz.plotly import figure_html, mimebundle, show
 
 __all__ = [
@@ -118,4 +119,5 @@ __all__ = [
     "slider_bars",
     "wrap_title",
     "title_layout",
+    "live_model",
 ]
