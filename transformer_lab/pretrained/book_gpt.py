@@ -1,0 +1,90 @@
+"""The character GPT of chapter 13 that the package ships: preset ``"book-cpu"`` trained on
+Shakespeare's plays with the chapter's recipe and seed 0 by
+``scripts/experiments/train_book_gpt.py``, saved in ``assets/`` and loaded here.
+
+:func:`save_book_gpt` writes the weights (safetensors) and a JSON with the config, the
+characters of the tokenizer in id order, the recipe, the seed and the held-out loss;
+:func:`load_book_gpt` gives back the model and the chapter's
+:class:`~transformer_lab.data.tokenizers.CharTokenizer`. The site's live models are exported
+from this checkpoint (:mod:`transformer_lab.export`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from transformer_lab.checks import instance_of
+from transformer_lab.data.cache import cache_dir, write_atomically
+from transformer_lab.data.tokenizers import CharTokenizer
+from transformer_lab.device import check_device
+from transformer_lab.models.gpt import GPT, GPTConfig
+from transformer_lab.pretrained.tokenizers import _require
+
+__all__ = ["save_book_gpt", "book_gpt_info", "load_book_gpt"]
+
+DATA_DIR = Path(__file__).parent.parent / "assets"
+WEIGHTS, INFO = "gpt_book_cpu.safetensors", "gpt_book_cpu.json"
+
+
+def _config_fields(config: GPTConfig) -> dict:
+    """The config's constructor arguments (its derived fields left out)."""
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.init}
+
+
+def save_book_gpt(
+    model: GPT, tokenizer: CharTokenizer, info: dict, directory: str | os.PathLike | None = None
+) -> Path:
+    """Write ``model``'s weights and a JSON of its config, ``tokenizer``'s characters and
+    ``info`` (recipe, seed, held-out loss ...) to ``directory`` (default: ``book_gpt`` in the
+    cache folder; :data:`DATA_DIR` replaces the shipped files) and return the folder."""
+    instance_of(model, GPT, "model")
+    instance_of(tokenizer, CharTokenizer, "tokenizer")
+    instance_of(info, dict, "info", "a dict (written as JSON)")
+    if tokenizer.vocab_size != model.config.d_vocab:
+        raise ValueError(
+            f"the tokenizer has {tokenizer.vocab_size} characters but the model "
+            f"d_vocab={model.config.d_vocab}"
+        )
+    safetensors_torch = _require("safetensors.torch", "safetensors")
+    record = {"config": _config_fields(model.config), "vocab": list(tokenizer.itos), **info}
+    try:
+        text = json.dumps(record, indent=1, ensure_ascii=False) + "\n"
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"info must hold only values JSON can write: {err}") from err
+    weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    data = safetensors_torch.save(weights)
+    directory = cache_dir() / "book_gpt" if directory is None else Path(directory)
+    write_atomically(directory / WEIGHTS, lambda file: file.write(data))
+    write_atomically(directory / INFO, lambda file: file.write(text.encode()))
+    return directory
+
+
+def book_gpt_info(directory: str | os.PathLike = DATA_DIR) -> dict:
+    """The JSON written beside the shipped checkpoint: config, vocab, recipe, seed, loss."""
+    instance_of(directory, (str, os.PathLike), "directory", "a folder path")
+    path = Path(directory) / INFO
+    if not path.is_file():
+        raise ValueError(f"no {INFO} in {directory}; run scripts/experiments/train_book_gpt.py")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_book_gpt(
+    device: torch.device | str | None = None, directory: str | os.PathLike = DATA_DIR
+) -> tuple[GPT, CharTokenizer]:
+    """The shipped chapter-13 GPT, in eval mode, and its character tokenizer:
+    ``(model, tokenizer)``. The tokenizer has the chapter's ids (the characters of all
+    plays, sorted) and refuses a character outside them, as the chapter's does."""
+    safetensors_torch = _require("safetensors.torch", "safetensors")
+    device = None if device is None else check_device(device)
+    info = book_gpt_info(directory)
+    model = GPT(GPTConfig(**info["config"]))
+    safetensors_torch.load_model(model, str(Path(directory) / WEIGHTS))
+    tokenizer = CharTokenizer("".join(info["vocab"]))
+    if tokenizer.itos != list(info["vocab"]):
+        raise ValueError(f"{INFO} lists its characters out of order or twice")
+    return model.to(device or "cpu").eval(), tokenizer
