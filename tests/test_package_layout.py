@@ -22,6 +22,7 @@ RANK = {
     "pretrained": 4,
     "training": 5,
     "analysis": 6,
+    "export": 6,
     "viz": 7,
     "exercises": 8,
 }
