@@ -18,6 +18,7 @@ import transformer_lab
 from transformer_lab import checks as CHECKS
 from transformer_lab import hooks as H
 from transformer_lab import viz as V
+from transformer_lab.analysis import baselines as BL
 from transformer_lab.analysis import head_patterns as ANALYSIS_HEAD_PATTERNS
 from transformer_lab.analysis import loss_surface as ANALYSIS_LOSS_SURFACE
 from transformer_lab.analysis import sequential_depth as PA
@@ -30,6 +31,7 @@ from transformer_lab.data import numbers as NU
 from transformer_lab.data import scenes as SC
 from transformer_lab.data import shakespeare as SH
 from transformer_lab.data import tokenizers as TK
+from transformer_lab.data import topics as TOP
 from transformer_lab.data import toy as DATA_TOY
 from transformer_lab.generation import sampling as G
 from transformer_lab.generation import search as D
@@ -94,6 +96,8 @@ RECORDS = {
     NU.Pair,
     GR.Passage,
     GR.GenreTask,
+    TOP.Sentence,
+    TOP.TopicTask,
     DI.DistInfo,
     TBT.ShakespeareCorpus,
     WB.ShakespeareWords,

@@ -6,6 +6,7 @@ message (run by ``tests/test_bad_inputs.py``)."""
 from bad_input_support import (  # noqa: F401
     ANALYSIS_HEAD_PATTERNS,
     ANALYSIS_LOSS_SURFACE,
+    BL,
     PA,
     TK,
     E,
@@ -216,4 +217,35 @@ case(
     lambda: ANALYSIS_LOSS_SURFACE.loss_slice(_line(), None, [], [0.0]),
     TypeError,
     "loss_fn must be callable (model -> loss), got NoneType",
+)
+
+case(
+    BL.fit_baseline,
+    lambda: BL.fit_baseline("svm", ["ox bee", "cow elk"], [0, 1]),
+    ValueError,
+    "kind must be one of ('tfidf_lr', 'naive_bayes'), got 'svm'",
+)
+case(
+    BL.fit_baseline,
+    lambda: BL.fit_baseline("tfidf_lr", "a b", [0, 1]),
+    TypeError,
+    "training texts must be a list of strings, got str",
+)
+case(
+    BL.fit_baseline,
+    lambda: BL.fit_baseline("naive_bayes", ["ox bee", "cow elk"], [0]),
+    ValueError,
+    "training texts must be as many as the labels, and not none, got 2 texts and 1 labels",
+)
+case(
+    BL.fit_baseline,
+    lambda: BL.fit_baseline("naive_bayes", ["ox bee", "cow elk"], [1, 1]),
+    ValueError,
+    "the training labels must hold at least two classes",
+)
+case(
+    BL.baseline_accuracy,
+    lambda: BL.baseline_accuracy("tfidf_lr", ["ox bee", "cow elk"], [0, 1], ["a"], [0.5]),
+    TypeError,
+    "test labels must be non-negative int class ids",
 )

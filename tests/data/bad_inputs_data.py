@@ -13,6 +13,7 @@ from bad_input_support import (  # noqa: F401
     SC,
     SH,
     TK,
+    TOP,
     case,
     ids,
     torch,
@@ -491,3 +492,27 @@ for target, thunk, error, fragment in [
      "documents must hold lists of lines, got a str"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)
+
+case(
+    TOP.fill, lambda: TOP.fill("no slot", "dog"), ValueError, "template must be a str holding '{w}'"
+)
+case(TOP.fill, lambda: TOP.fill("the {w}", "two words"), ValueError, "word must be one word")
+case(TOP.topic_task, lambda: TOP.topic_task("a"), TypeError, "seed must be an int")
+case(
+    TOP.sample_labelled,
+    lambda: TOP.sample_labelled(TOP.topic_task(0).train, 7, 0),
+    ValueError,
+    "n must be a positive multiple of 5, got 7",
+)
+case(
+    TOP.sample_labelled,
+    lambda: TOP.sample_labelled(TOP.topic_task(0).train, 5000, 0),
+    ValueError,
+    "the pool has 400 animal sentences, need 1000",
+)
+case(
+    TOP.sample_labelled,
+    lambda: TOP.sample_labelled([1, 2], 5, 0),
+    TypeError,
+    "pool must hold Sentences only",
+)

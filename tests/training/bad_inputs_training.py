@@ -619,3 +619,32 @@ for target, thunk, error, fragment in [
      "recipe must be a WordBertRecipe, got dict"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)
+
+case(
+    FT.build_classifier,
+    lambda: FT.build_classifier(bert().bert, 3, "probe", config=bert().bert.config),
+    ValueError,
+    "config= is for method='scratch' only, got method='probe'",
+)
+case(
+    FT.build_classifier,
+    lambda: FT.build_classifier(bert().bert, 3, "scratch", config="small"),
+    TypeError,
+    "config must be a BertConfig, got str",
+)
+case(
+    FT.train_classifier,
+    lambda: FT.train_classifier(
+        classifier(), labelled(), steps=2, batch_size=2, lr=1e-3, eval_data="test"
+    ),
+    TypeError,
+    "data must be a ClassificationBatch, got str",
+)
+case(
+    FT.train_classifier,
+    lambda: FT.train_classifier(
+        classifier(), labelled(), steps=2, batch_size=2, lr=1e-3, eval_every=1
+    ),
+    ValueError,
+    "eval_every needs an eval_fn and must be positive",
+)

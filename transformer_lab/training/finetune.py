@@ -45,7 +45,7 @@ from transformer_lab.checks import (
     token_ids,
 )
 from transformer_lab.device import evaluating
-from transformer_lab.models.bert import BertModel
+from transformer_lab.models.bert import BertConfig, BertModel
 from transformer_lab.models.classifier import SequenceClassifier
 from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training.loop import TrainResult, to_device, train
@@ -68,11 +68,18 @@ METHODS = ("scratch", "probe", "finetune")
 
 
 def build_classifier(
-    encoder: BertModel, n_classes: int, method: str, *, pooling: str = "cls", seed: int = 0
+    encoder: BertModel,
+    n_classes: int,
+    method: str,
+    *,
+    pooling: str = "cls",
+    seed: int = 0,
+    config: BertConfig | None = None,
 ) -> SequenceClassifier:
     """A classifier for one of the three ways to get one, on a *copy* of ``encoder``:
 
-    - ``"scratch"``: the encoder's architecture with fresh random weights;
+    - ``"scratch"``: fresh random weights, in the encoder's architecture or, given
+      ``config``, in that (smaller) one, with the encoder's vocabulary;
     - ``"probe"``: the pretrained weights, frozen;
     - ``"finetune"``: the pretrained weights, trainable.
 
@@ -80,8 +87,17 @@ def build_classifier(
     instance_of(encoder, BertModel, "encoder")
     one_of(method, METHODS, "method")
     n_classes = integer(n_classes, "n_classes", minimum=2)
+    if (
+        config is not None
+        and instance_of(config, BertConfig, "config").d_vocab != encoder.config.d_vocab
+    ):
+        raise ValueError(
+            f"config.d_vocab must be the encoder's {encoder.config.d_vocab}, got {config.d_vocab}"
+        )
+    if config is not None and method != "scratch":
+        raise ValueError(f"config= is for method='scratch' only, got method={method!r}")
     torch.manual_seed(seed_int(seed))
-    body = BertModel(encoder.config)
+    body = BertModel(encoder.config if config is None else config)
     if method != "scratch":
         body.load_state_dict(encoder.state_dict())
     clf = SequenceClassifier(body, n_classes, pooling=pooling).to(next(encoder.parameters()).device)
@@ -262,10 +278,17 @@ def train_classifier(
     warmup: float = 0.1,
     progress: bool = False,
     threads: int | None = None,
+    eval_data: ClassificationBatch | None = None,
+    eval_every: int | None = None,
+    checkpoint=None,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
 ) -> TrainResult:
     """Train ``model`` on ``data`` for ``steps`` mini-batches with AdamW, the head at ``lr``
     and the (unfrozen) encoder at ``encoder_lr``, warmup then linear decay, through
-    :func:`transformer_lab.training.loop.train`."""
+    :func:`transformer_lab.training.loop.train`: its progress bar, its evaluation (the
+    accuracy on ``eval_data`` every ``eval_every`` steps and at the end, in ``.evals``) and
+    its checkpoints (``checkpoint``, ``checkpoint_every``, ``resume``)."""
     instance_of(model, SequenceClassifier, "model")
     steps, seed = positive_int(steps, "steps"), seed_int(seed)
     batches = classification_batches(data, batch_size, seed)
@@ -273,6 +296,9 @@ def train_classifier(
     weight_decay = non_negative_number(weight_decay, "weight_decay")
     warmup = fraction(warmup, "warmup", closed=False)
     _decay_below_one(max(g["lr"] for g in groups), weight_decay)
+    if eval_data is not None:
+        _check_data(eval_data)
+    eval_fn = None if eval_data is None else (lambda m: classification_accuracy(m, eval_data))
     fused = next(model.parameters()).device.type in ("cpu", "cuda")
     optimizer = torch.optim.AdamW(groups, weight_decay=weight_decay, fused=fused)
     return train(
@@ -286,6 +312,12 @@ def train_classifier(
         progress=progress,
         desc="fine-tuning" if len(groups) > 1 else "training the head",
         threads=threads,
+        eval_fn=eval_fn,
+        eval_every=eval_every,
+        checkpoint=checkpoint,
+        checkpoint_every=checkpoint_every,
+        resume=resume,
+        run_config={"steps": steps, "warmup": warmup, "batch_size": batch_size},
     )
 
 
