@@ -10,8 +10,10 @@ from checker_helpers import assert_fails, verdict
 from transformer_lab import exercises
 from transformer_lab.exercises.ch15_fine_tuning import (
     check_majority_baseline,
+    check_naive_bayes,
     check_parameter_groups,
     majority_baseline,
+    naive_bayes,
 )
 
 
@@ -91,3 +93,32 @@ def test_parameter_groups_checker():
 def test_checkers_are_reexported():
     assert exercises.check_majority_baseline is check_majority_baseline
     assert exercises.check_parameter_groups is check_parameter_groups
+
+
+def test_reference_naive_bayes_agrees_with_scikit_learn():
+    from transformer_lab.analysis.baselines import fit_baseline
+    from transformer_lab.data.topics import sample_labelled, topic_task
+
+    task = topic_task(0)
+    texts, labels = sample_labelled(task.train, 160, 0)
+    test = [s.text for s in task.test_seen[::7]]
+    assert (
+        naive_bayes(texts, labels, test)
+        == fit_baseline("naive_bayes", texts, labels).predict(test).tolist()
+    )
+
+
+def test_naive_bayes_checker(capsys):
+    assert check_naive_bayes(naive_bayes)
+    assert "✓ check_naive_bayes" in capsys.readouterr().out
+    cases = {
+        "class prior": lambda a, b, c: naive_bayes(a, b, c, prior=False),
+        "add-one smoothing": lambda a, b, c: naive_bayes(a, b, c, smoothing=0.0),
+        "expected": lambda a, b, c: [3] * len(c),
+        "list of int labels": lambda a, b, c: "cat",
+        "one label per test text": lambda a, b, c: [1],
+    }
+    for words, fn in cases.items():
+        assert_fails(verdict(check_naive_bayes, fn), words)
+    with pytest.raises(AssertionError):
+        check_naive_bayes(cases["class prior"], strict=True, verbose=False)

@@ -76,6 +76,7 @@ from transformer_lab.exercises.ch13_gpt import check_next_token_loss, check_nucl
 from transformer_lab.exercises.ch14_decoders import check_kv_cache_bytes, check_rms_norm
 from transformer_lab.exercises.ch15_fine_tuning import (
     check_majority_baseline,
+    check_naive_bayes,
     check_parameter_groups,
 )
 from transformer_lab.exercises.ch17_data_parallel import check_global_batch, check_ring_all_reduce
@@ -143,6 +144,7 @@ __all__ = [
     # chapter 15
     "check_majority_baseline",
     "check_parameter_groups",
+    "check_naive_bayes",
     # chapter 17
     "check_ring_all_reduce",
     "check_global_batch",

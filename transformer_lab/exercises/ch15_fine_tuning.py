@@ -1,8 +1,10 @@
-"""Checkers for chapter 15, fine-tuning: the majority-class baseline, and optimizer
-parameter groups with a smaller learning rate for the encoder."""
+"""Checkers for chapter 15, fine-tuning: the majority-class baseline, optimizer parameter
+groups with a smaller learning rate for the encoder, and Naive Bayes by hand."""
 
 from __future__ import annotations
 
+import math
+import re
 from collections import Counter
 
 import torch
@@ -11,7 +13,13 @@ from transformer_lab.exercises.runner import CheckResult, WrongAnswer, as_number
 from transformer_lab.models.bert import BertConfig, BertModel
 from transformer_lab.models.classifier import SequenceClassifier
 
-__all__ = ["majority_baseline", "check_majority_baseline", "check_parameter_groups"]
+__all__ = [
+    "majority_baseline",
+    "check_majority_baseline",
+    "check_parameter_groups",
+    "naive_bayes",
+    "check_naive_bayes",
+]
 
 
 def majority_baseline(train_labels, test_labels) -> float:
@@ -153,3 +161,98 @@ def check_parameter_groups(
         )
 
     return run_check("check_parameter_groups", body, strict, verbose)
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``: runs of two or more letters or digits, lowercased (the rule of
+    scikit-learn's ``CountVectorizer``)."""
+    return re.findall(r"\b\w\w+\b", text.lower())
+
+
+def naive_bayes(train_texts, train_labels, test_texts, *, prior=True, smoothing=1.0):
+    """Multinomial Naive Bayes: for each test text, the class ``c`` that maximises
+    ``log P(c) + sum over its words w of log P(w | c)``, with
+    ``P(w | c) = (count(w, c) + 1) / (words in c + |V|)`` over the training vocabulary ``V``;
+    words outside ``V`` are skipped. (``prior``, ``smoothing``: the usual mistakes.)"""
+    classes = sorted(set(int(y) for y in train_labels))
+    counts = {c: Counter() for c in classes}
+    for text, y in zip(train_texts, train_labels, strict=True):
+        counts[int(y)].update(words(text))
+    vocab = set().union(*counts.values())
+    n = Counter(int(y) for y in train_labels)
+    out = []
+    for text in test_texts:
+        best, best_score = None, -math.inf
+        for c in classes:
+            total = sum(counts[c].values()) + smoothing * len(vocab)
+            score = math.log(n[c] / len(train_labels)) if prior else 0.0
+            for w in words(text):
+                if w in vocab:
+                    k = counts[c][w] + smoothing
+                    score += math.log(k / total) if k else -math.inf
+            if best is None or score > best_score:
+                best, best_score = c, score
+        out.append(best)
+    return out
+
+
+_NB_CASES = (
+    # the class prior decides a text with no known word
+    (["owl cat", "cat dog", "dog hen", "fox owl"], [1, 1, 1, 0], ["zebra yak", "fox"]),
+    # without smoothing a word unseen in a class rules that class out
+    (
+        ["apple pear pear pear", "plum", "apple bread", "bread rice"],
+        [0, 0, 1, 1],
+        ["apple apple rice", "pear bread bread", "plum rice rice"],
+    ),
+    (
+        [
+            "The kayak and the canoe",
+            "A canoe, a ferry!",
+            "the chef cooks",
+            "a baker, a chef",
+            "chef",
+        ],
+        [2, 2, 4, 4, 4],
+        ["The chef's canoe", "A ferry for the baker", "canoe canoe kayak", "unheard-of words"],
+    ),
+)
+
+
+def check_naive_bayes(fn, *, strict: bool = False, verbose: bool = True) -> CheckResult:
+    """Check ``fn(train_texts, train_labels, test_texts) -> list of predicted labels``:
+    multinomial Naive Bayes with add-one smoothing and the class prior, words as in
+    :func:`words`, words never seen in training skipped."""
+
+    def body():
+        for train_texts, train_labels, test_texts in _NB_CASES:
+            describe = f"training texts {list(train_texts)} with labels {list(train_labels)}"
+            got = call(fn, (list(train_texts), list(train_labels), list(test_texts)), describe)
+            try:
+                got = [int(y) for y in got]
+            except (TypeError, ValueError):
+                raise WrongAnswer(
+                    f"return a list of int labels, one per test text, got {got!r} ({describe})."
+                ) from None
+            want = naive_bayes(train_texts, train_labels, test_texts)
+            if got == want:
+                continue
+            if len(got) != len(test_texts):
+                raise WrongAnswer(
+                    f"return one label per test text ({len(test_texts)}), got {len(got)}."
+                )
+            mistakes = [
+                ("you left out the class prior log P(c): with no known word it decides",
+                 dict(prior=False)),
+                ("without add-one smoothing a word never seen with a class gives that class "
+                 "probability 0; add 1 to every count and |V| to every total", dict(smoothing=0.0)),
+            ]  # fmt: skip
+            for words_, kwargs in mistakes:
+                if got == naive_bayes(train_texts, train_labels, test_texts, **kwargs):
+                    raise WrongAnswer(f"{words_} (test texts {list(test_texts)}).")
+            raise WrongAnswer(
+                f"expected {want} for test texts {list(test_texts)}, got {got} ({describe})."
+            )
+        return "right: prior, add-one smoothing, unseen words skipped."
+
+    return run_check("check_naive_bayes", body, strict, verbose)
