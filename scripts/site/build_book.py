@@ -7,7 +7,8 @@ build after all pages have been tried. Chapters come executed from ``make chapte
 and writes the executed copies whose numbers the prose shows (``_build/executed``); a
 chapter whose copy is missing or older than its code is executed that way first, so no
 chapter runs twice. The offline web assets are gathered first
-(``scripts/site/fetch_web_assets.py``).
+(``scripts/site/fetch_web_assets.py``), and the live models exported
+(``scripts/site/build_live_models.py``).
 
 ``--all`` rebuilds every page instead of only the changed ones.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import build_live_models  # noqa: E402
 import fetch_web_assets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,6 +91,7 @@ def execute(chapters: list[Path]) -> int:
 
 def build(rebuild_all: bool = False) -> int:
     fetch_web_assets.fetch()
+    build_live_models.build()
     stale = stale_chapters()
     if stale and execute(stale) != 0:
         print("a chapter failed; the site is not built", file=sys.stderr)

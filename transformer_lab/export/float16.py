@@ -1,8 +1,8 @@
 """Weights stored as float16 in an ONNX file, computed in float32.
 
-:func:`weights_to_float16` replaces every float32 initializer of at least ``min_elements``
-numbers (the weight matrices and embeddings; biases, layer-norm parameters and constants
-stay float32) by a float16 copy and a ``Cast`` back to float32 at the start of the graph.
+:func:`weights_to_float16` replaces every float32 initializer of two or more dimensions
+(the weight matrices and embeddings; biases, layer-norm parameters and constants stay
+float32) by a float16 copy and a ``Cast`` back to float32 at the start of the graph.
 The file holds half the bytes; every operation after the casts is the float32 one, so the
 only change is the rounding of each weight to float16 (a relative error of at most
 ``2**-11``, about 5e-4).
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from transformer_lab.checks import non_negative_int
 from transformer_lab.pretrained.tokenizers import _require
 
 __all__ = ["weights_to_float16", "FLOAT16_MAX"]
@@ -20,14 +19,13 @@ __all__ = ["weights_to_float16", "FLOAT16_MAX"]
 FLOAT16_MAX = 65504.0  # the largest finite float16
 
 
-def weights_to_float16(model, min_elements: int = 1024):
-    """A copy of the ONNX ``model`` (a ``onnx.ModelProto``) whose float32 initializers of at
-    least ``min_elements`` numbers are stored as float16 and cast to float32 in the graph.
-    Raises a ValueError if a weight is too large for float16 (above :data:`FLOAT16_MAX`)."""
+def weights_to_float16(model):
+    """A copy of the ONNX ``model`` (a ``onnx.ModelProto``) whose float32 initializers of
+    two or more dimensions are stored as float16 and cast to float32 in the graph. Raises
+    a ValueError if a weight is too large for float16 (above :data:`FLOAT16_MAX`)."""
     onnx = _require("onnx", "onnx")
     if not isinstance(model, onnx.ModelProto):
         raise TypeError(f"model must be an onnx.ModelProto, got {type(model).__name__}")
-    non_negative_int(min_elements, "min_elements")
     out = onnx.ModelProto()
     out.CopyFrom(model)
     graph = out.graph
@@ -35,7 +33,7 @@ def weights_to_float16(model, min_elements: int = 1024):
     casts, keep = [], []
     for init in graph.initializer:
         array = onnx.numpy_helper.to_array(init)
-        if init.data_type != onnx.TensorProto.FLOAT or array.size < min_elements:
+        if init.data_type != onnx.TensorProto.FLOAT or array.ndim < 2:
             keep.append(init)
             continue
         peak = float(np.abs(array).max()) if array.size else 0.0
