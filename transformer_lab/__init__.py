@@ -17,6 +17,7 @@ Where each stage lives, in the order data flows (imports only point down this li
 ``viz``        pictures: heatmaps, explorations that move without a kernel, numbered
                figures and listings
 ``analysis``   what chapters measure: word vectors, attention-head patterns, sequential depth
+``export``     the site's live models as ONNX graphs, with every head's attention
 ``assets``     files the package ships (the tiny BERT, the fine-tuning sweep)
 ``exercises``  one checker module per chapter around one verdict runner
 ============  ==========================================================================

@@ -3,5 +3,6 @@
 ``minilm`` (all-MiniLM-L6-v2 into our BERT, with sentence embeddings), ``smollm2``
 (SmolLM2-135M-Instruct from its GGUF file into our Llama, and a chat helper),
 ``tiny_bert`` (the small BERT pretrained on Shakespeare that the package ships in
-``assets/``) and ``tokenizers`` (the WordPiece and GGUF tokenizers these weights come with).
+``assets/``), ``book_gpt`` (chapter 13's character GPT, shipped in ``assets/`` too) and
+``tokenizers`` (the WordPiece and GGUF tokenizers these weights come with).
 """
