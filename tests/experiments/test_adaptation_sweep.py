@@ -1,0 +1,58 @@
+"""The shipped sweeps of chapter 15 (transformer_lab/assets/topic_sweep.json and
+genre_controls.json, written by scripts/experiments/adaptation_sweep.py) hold the settings of
+the script, and points of them are re-derived here on one thread: the word counters exactly,
+the network from scratch and the probe within two test sentences (other processors round
+differently)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from script_loader import load_script
+
+from transformer_lab.device import num_threads
+
+ROOT = Path(__file__).resolve().parents[2]
+ASSETS = ROOT / "transformer_lab" / "assets"
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return load_script("experiments/adaptation_sweep")
+
+
+def shipped(name):
+    return json.loads((ASSETS / name).read_text())
+
+
+def point(data, method, n, seed):
+    (row,) = [
+        r for r in data["results"] if (r["method"], r["n_labels"], r["seed"]) == (method, n, seed)
+    ]
+    return row
+
+
+@pytest.mark.parametrize("name", ["topic_sweep.json", "genre_controls.json"])
+def test_settings_are_the_scripts(sweep, name):
+    data = shipped(name)
+    assert data["settings"] == sweep.SETTINGS
+    assert len({(r["method"], r["n_labels"], r["seed"]) for r in data["results"]}) == len(
+        data["results"]
+    )
+
+
+def test_topic_points_are_re_derived(sweep):
+    from transformer_lab.pretrained.minilm import minilm
+
+    data = shipped("topic_sweep.json")
+    encoder, tokenizer = minilm("cpu")
+    task = sweep.Task("topic", 0, tokenizer)
+    with num_threads(1):
+        for method, tolerance in (("tfidf_lr", 0.0), ("naive_bayes", 0.0), ("scratch", 0.002),
+                                  ("probe", 0.002)):  # fmt: skip
+            got = sweep.run_one(method, task, 10, 0, encoder, tokenizer, {})
+            want = point(data, method, 10, 0)
+            for k in ("seen", "unseen"):
+                assert got[k] == pytest.approx(want[k], abs=tolerance + 1e-9), (method, k)
