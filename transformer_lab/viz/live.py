@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import torch
 
-from transformer_lab.checks import one_of, positive_int, string
+from transformer_lab.checks import index_in, non_negative_int, one_of, positive_int, string
 
 __all__ = ["LiveModel", "live_model", "COMPARE_SENTENCES"]
 
@@ -94,18 +94,23 @@ def live_model(
     sentence: str = "The animal didn't cross the street because it was too tired.",
     compare: Sequence[str] = COMPARE_SENTENCES,
     n_chars: int = 200,
+    layer: int = 0,
+    head: int = 0,
 ) -> LiveModel:
     """A model to run live: ``"gpt"`` (pass the chapter's ``model`` and character
     ``tokenizer``; the site runs the exported checkpoint of the same recipe) or
     ``"minilm"`` (all-MiniLM-L6-v2; the package loads it when ``model`` is None).
 
     ``prompt`` and ``n_chars`` start the GPT's panel; ``sentence`` and ``compare`` (the
-    sentences its vector is compared with) start MiniLM's.
+    sentences its vector is compared with) start MiniLM's; both show ``layer`` and ``head``
+    first.
     """
     one_of(name, MODELS, "name")
     string(prompt, "prompt")
     string(sentence, "sentence")
     positive_int(n_chars, "n_chars")
+    non_negative_int(layer, "layer")
+    non_negative_int(head, "head")
     if isinstance(compare, str) or not all(isinstance(s, str) for s in compare):
         raise TypeError(f"compare must be a list of sentences (str), got {compare!r}")
     if name == "gpt":
@@ -117,14 +122,19 @@ def live_model(
                 f"{type(tokenizer).__name__}"
             )
         tokenizer.encode(prompt)  # a character outside the vocabulary: ValueError now
-        return LiveModel(name, model, tokenizer, {"prompt": prompt, "n_chars": n_chars})
+        index_in(layer, model.config.n_layers, "layer")
+        index_in(head, model.config.n_heads, "head")
+        options = {"prompt": prompt, "n_chars": n_chars, "layer": layer, "head": head}
+        return LiveModel(name, model, tokenizer, options)
     if (model is None) != (tokenizer is None):
         raise TypeError("live_model('minilm') takes both model and tokenizer, or neither")
     if model is None:
         from transformer_lab.pretrained.minilm import minilm
 
         model, tokenizer = minilm()
-    options = {"sentence": sentence, "compare": list(compare)}
+    index_in(layer, model.config.n_layers, "layer")
+    index_in(head, model.config.n_heads, "head")
+    options = {"sentence": sentence, "compare": list(compare), "layer": layer, "head": head}
     return LiveModel(name, model, tokenizer, options)
 
 
@@ -159,8 +169,8 @@ def _gpt_widget(model, tok, options: dict):
     button = w.Button(description="Generate", button_style="primary")
     text = w.Textarea(layout={"width": "100%", "height": "8em"}, disabled=True)
     layers = [(f"layer {i}", i) for i in range(cfg.n_layers)]
-    layer = w.Dropdown(options=layers, description="layer")
-    head = w.IntSlider(value=0, min=0, max=cfg.n_heads - 1, description="head")
+    layer = w.Dropdown(options=layers, value=options["layer"], description="layer")
+    head = w.IntSlider(value=options["head"], min=0, max=cfg.n_heads - 1, description="head")
     picture, status = w.HTML(), w.HTML()
     state: dict = {}
 
@@ -220,7 +230,9 @@ def _minilm_widget(model, tokenizer, options: dict):
     from transformer_lab.pretrained.minilm import sentence_embeddings
     from transformer_lab.viz.bertviz import AttentionBrowser
 
-    browser = AttentionBrowser(model, tokenizer, options["sentence"])
+    browser = AttentionBrowser(
+        model, tokenizer, options["sentence"], layer=options["layer"], head=options["head"]
+    )
     compare = options["compare"]
     fixed = sentence_embeddings(model, tokenizer, compare) if compare else None
     table = w.HTML()

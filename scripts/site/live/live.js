@@ -357,11 +357,13 @@
     };
   }
 
-  function headControls(meta, redraw) {
+  function headControls(meta, redraw, options) {
     var layer = el("select", {"aria-label": "layer"});
     for (var l = 0; l < meta.n_layers; l++) layer.appendChild(el("option", {value: l, text: "layer " + l}));
-    var head = el("input", {type: "range", min: 0, max: meta.n_heads - 1, value: 0, "aria-label": "head"});
-    var headValue = el("output", {text: "0"});
+    layer.value = String(Math.min(options.layer || 0, meta.n_layers - 1));
+    var head = el("input", {type: "range", min: 0, max: meta.n_heads - 1, "aria-label": "head"});
+    head.value = String(Math.min(options.head || 0, meta.n_heads - 1));
+    var headValue = el("output", {text: head.value});
     layer.onchange = redraw;
     head.oninput = function () { headValue.textContent = head.value; redraw(); };
     return {
@@ -377,8 +379,12 @@
     status.className = "tl-live-status" + (kind ? " tl-live-" + kind : "");
   }
 
-  function failed(panel, err) {
+  function failed(panel, err, modelLoaded) {
     var reason = err && err.message ? err.message : String(err);
+    if (modelLoaded) { // the model runs here; this input is what it cannot read
+      setStatus(panel, "Cannot run the model on this input: " + reason, "error");
+      return;
+    }
     setStatus(panel, "The live model cannot run in this browser (" + reason + "). The precomputed " +
       "exploration on this page still works without it.", "error");
   }
@@ -413,7 +419,7 @@
       return load("gpt").then(function (model) {
         if (!meta) {
           meta = model.meta;
-          controls = headControls(meta, redraw);
+          controls = headControls(meta, redraw, options);
           attentionBox.insertBefore(controls.box, canvas);
         }
         setStatus(panel, "Running in your browser: " + backendText(model) + "; model loaded in " +
@@ -440,13 +446,13 @@
         var seconds = (performance.now() - start) / 1000;
         setStatus(panel, panel.querySelector(".tl-live-status").textContent.split(";")[0] + "; " +
           made + " characters in " + seconds.toFixed(1) + " s.", "ready");
-      }).catch(function (err) { failed(panel, err); }).then(function () {
+      }).catch(function (err) { failed(panel, err, meta !== null); }).then(function () {
         running = false;
         button.textContent = "Generate";
       });
     };
     prompt.addEventListener("change", function () {
-      if (meta) showAttention().catch(function (err) { failed(panel, err); });
+      if (meta) showAttention().catch(function (err) { failed(panel, err, true); });
     });
     greedy.onchange = function () { temperature.disabled = topK.disabled = topP.disabled = greedy.checked; };
     var attentionBox = el("div", {class: "tl-live-attention"}, [
@@ -501,7 +507,7 @@
       pending = load("minilm").then(function (model) {
         if (!meta) {
           meta = model.meta;
-          controls = headControls(meta, redraw);
+          controls = headControls(meta, redraw, options);
           body.insertBefore(controls.box, canvas);
         }
         var first = fixed ? Promise.resolve(fixed) : compare.reduce(function (acc, s) {
@@ -522,7 +528,7 @@
             return start;
           });
         });
-      }).catch(function (err) { failed(panel, err); });
+      }).catch(function (err) { failed(panel, err, meta !== null); });
       return pending;
     }
     button.onclick = run;
