@@ -7,8 +7,8 @@ package's models in this process:
 - the chapter-13 GPT (``transformer_lab.pretrained.book_gpt``, float32 weights in the file):
   logits and attention of three prompts within ``GPT_TOL`` (only the order of float32
   operations differs), and 40 greedy characters equal to ``generate(..., temperature=0)``;
-- all-MiniLM-L6-v2 (``transformer_lab.pretrained.minilm``, weights of at least 1024 numbers
-  stored as float16 in the file): attention and sentence vectors of three sentences within
+- all-MiniLM-L6-v2 (``transformer_lab.pretrained.minilm``, weight matrices stored as
+  float16 in the file): attention and sentence vectors of three sentences within
   ``ROUNDED_TOL`` of the package's model with the same weights rounded to float16, and
   within ``MINILM_TOL`` of the package's float32 model;
 - the page's sampling rule equals ``next_token_probs`` on random logits.
@@ -40,8 +40,8 @@ SENTENCES = [
     "Shall I compare thee to a summer's day? Thou art more lovely and more temperate.",
 ]
 GPT_TOL = 1e-4  # absolute, logits and attention: float32 weights, float32 arithmetic
-ROUNDED_TOL = 1e-4  # absolute: MiniLM against the package with the file's float16 weights
-MINILM_TOL = 1e-2  # absolute: MiniLM against the package's float32 weights
+ROUNDED_TOL = 1e-5  # absolute: MiniLM against the package with the file's float16 weights
+MINILM_TOL = 5e-3  # absolute: MiniLM against the package's float32 weights
 N_GREEDY = 40
 
 
@@ -92,8 +92,8 @@ def book_gpt():
 
 @pytest.fixture(scope="module")
 def minilm_models():
-    """The package's MiniLM, and a copy whose weights of at least 1024 numbers are rounded
-    to float16 as the exported file stores them."""
+    """The package's MiniLM, and a copy whose weight matrices are rounded to float16 as the
+    exported file stores them."""
     import copy
 
     from transformer_lab.pretrained.minilm import minilm
@@ -102,7 +102,7 @@ def minilm_models():
     rounded = copy.deepcopy(model)
     with torch.no_grad():
         for p in rounded.parameters():
-            if p.numel() >= 1024:
+            if p.dim() >= 2:  # the matrices and embeddings, as export.float16 stores them
                 p.copy_(p.half().float())
     return model, rounded, tokenizer
 
@@ -157,8 +157,10 @@ def test_sampling_rule_equals_next_token_probs(gpt_page):
     logits[3, :10] = logits[3, 10]  # ties at the k-th value are all kept
     rules = [(1.0, None, None), (0.5, None, None), (1.0, 3, None), (1.0, None, 0.9),
              (0.7, 5, 0.8), (2.0, 12, 0.5), (0.0, None, None)]  # fmt: skip
-    for row in logits:
+    for i, row in enumerate(logits):
         for temperature, top_k, top_p in rules:
+            if i == 3 and top_p is not None:
+                continue  # which of several tied logits a nucleus keeps is left open by both
             expected = next_token_probs(row, temperature, top_k, top_p).numpy()
             got = gpt_page.evaluate(
                 "([l, t, k, p]) => TransformerLabLive.nextTokenProbs(l, t, k, p)",

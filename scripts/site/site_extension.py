@@ -26,7 +26,8 @@
 7. ``_static/transformer_lab.css``: figures, tables, wrapped outputs, the phone layout.
 8. Pages holding a live-model panel (``<div class="tl-live">``, written by
    ``transformer_lab.viz.live``) load ``_static/live/live.js`` and ``live.css``, which run
-   the model in the reader's browser with ONNX Runtime Web (``scripts/site/live/``).
+   the model in the reader's browser with ONNX Runtime Web (``scripts/site/live/``); other
+   pages load none of the live models' files.
 """
 
 from __future__ import annotations
@@ -72,22 +73,32 @@ def _unwanted(script, widgets_shown: bool) -> bool:
     return name.startswith(widget_files) or attributes.get("type") == WIDGET_STATE
 
 
+LIVE_PANEL = 'class="tl-live"'
+# Jupyter Book lists every .js and .css under html_static_path on every page; of the live
+# models' files a page with a panel keeps these two (live.js loads ONNX Runtime and the
+# tokenizers itself, on first use), other pages none.
+LIVE_FILES = ("live/", "_static/live/", "ort/", "_static/ort/")
+LIVE_KEPT = ("live/live.js", "live/live.css")
+
+
+def _unwanted_live(asset, live_shown: bool) -> bool:
+    name = str(getattr(asset, "filename", None) or "")
+    if not name.startswith(LIVE_FILES):
+        return False
+    return not (live_shown and name.removeprefix("_static/") in LIVE_KEPT)
+
+
 def _prune_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     scripts = context.get("script_files")
     if not scripts:
         return
-    widgets_shown = WIDGET_VIEW in str(context.get("body", ""))
-    context["script_files"] = [s for s in scripts if not _unwanted(s, widgets_shown)]
-
-
-LIVE_PANEL = 'class="tl-live"'
-
-
-def _live_models(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
-    # called inside html-page-context, add_js_file and add_css_file add to this page only
-    if LIVE_PANEL in str(context.get("body", "")):
-        app.add_js_file("live/live.js", loading_method="defer")
-        app.add_css_file("live/live.css")
+    body = str(context.get("body", ""))
+    widgets_shown, live_shown = WIDGET_VIEW in body, LIVE_PANEL in body
+    context["script_files"] = [
+        s for s in scripts if not (_unwanted(s, widgets_shown) or _unwanted_live(s, live_shown))
+    ]
+    styles = context.get("css_files") or []
+    context["css_files"] = [s for s in styles if not _unwanted_live(s, live_shown)]
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,7 +176,6 @@ def setup(app: Sphinx) -> dict:
     app.add_css_file("transformer_lab.css")
     # priority < 200 places it before every other script Sphinx and myst-nb add
     app.add_js_file(PLOTLY_JS, priority=100)
-    app.connect("html-page-context", _live_models)
     # after every other html-page-context handler (sphinx-thebe's included)
     app.connect("html-page-context", _prune_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1.0"}
