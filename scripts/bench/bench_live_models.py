@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "tests_browser"))
 
 from browser_support import CHROMIUM_FLAGS, QuietHandler, chromium_path, is_local  # noqa: E402
 
-SENTENCE_16 = "The old king gave his three daughters the land he had ruled for years."
+SENTENCE_16 = "The king gave his three daughters the land he had ruled for years."  # 16 tokens
 BUDGETS = {"load_s": 5.0, "minilm_ms": 300.0, "gpt_chars_per_s": 50.0, "size_mb": 80.0}
 PAGES = {"gpt": "book/13_gpt.html", "minilm": "book/12_bert.html"}
 

@@ -171,7 +171,9 @@ def _gpt_widget(model, tok, options: dict):
     layers = [(f"layer {i}", i) for i in range(cfg.n_layers)]
     layer = w.Dropdown(options=layers, value=options["layer"], description="layer")
     head = w.IntSlider(value=options["head"], min=0, max=cfg.n_heads - 1, description="head")
-    picture, status = w.HTML(), w.HTML()
+    picture, status = w.HTML(layout={"max_width": "560px"}), w.HTML()
+    for control in (temperature, top_k, top_p, n_chars):
+        control.style.description_width = "initial"
     state: dict = {}
 
     def show_attention(_=None):
