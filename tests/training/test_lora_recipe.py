@@ -1,0 +1,112 @@
+"""The LoRA recipe (transformer_lab.training.lora) on a small random Llama with a
+character tokenizer: the loss counts answer tokens only, batched greedy answers equal
+one-at-a-time answers (with and without a shared prefix), and training through the loop
+moves only the adapters and learns a fixed answer."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from transformer_lab.models.llama import Llama, LlamaConfig
+from transformer_lab.nn.lora import add_lora, lora_modules
+from transformer_lab.training import lora as R
+
+
+class CharTokenizer:
+    """One token per character of a small alphabet; id 0 is the end of text."""
+
+    alphabet = "\0 =\nabcdefghijklmnopqrstuvwxyz0123456789"
+    eos_id = 0
+
+    def encode(self, text):
+        return [self.alphabet.index(c) for c in text]
+
+    def decode(self, ids):
+        return "".join(self.alphabet[i] for i in ids)
+
+
+TOK = CharTokenizer()
+
+
+def small_llama(seed=0):
+    torch.manual_seed(seed)
+    config = LlamaConfig(d_vocab=len(TOK.alphabet), n_ctx=64, n_layers=2, n_heads=4,
+                         n_kv_heads=2, d_model=32, d_mlp=64, init_std=0.3)  # fmt: skip
+    return Llama(config).eval()
+
+
+def test_answer_batch_marks_answer_tokens_only():
+    batch = R.answer_batch(TOK, ["ab =", "c ="], [" 1\n", " 223\n"])
+    assert batch.input_ids.shape == (2, 8)
+    assert TOK.decode(batch.input_ids[1].tolist()) == "c = 223\n"
+    assert batch.attention_mask[0].tolist() == [1] * 7 + [0]
+    assert (batch.targets[0] != R.IGNORE).nonzero().flatten().tolist() == [4, 5, 6]
+    with pytest.raises(ValueError, match="pair up"):
+        R.answer_batch(TOK, ["a ="], [" 1\n", " 2\n"])
+
+
+def test_loss_ignores_prompt_and_padding():
+    model = small_llama()
+    batch = R.answer_batch(TOK, ["ab =", "c ="], [" 1\n", " 223\n"])
+    loss = R.answer_loss(model, batch)
+    logits = model(batch.input_ids, attention_mask=batch.attention_mask)
+    picks = [(r, t) for r in range(2) for t in range(1, 8) if batch.targets[r, t] != R.IGNORE]
+    logp = torch.log_softmax(logits, -1)
+    by_hand = -torch.stack([logp[r, t - 1, batch.targets[r, t]] for r, t in picks]).mean()
+    torch.testing.assert_close(loss, by_hand)
+
+
+def test_batched_greedy_equals_one_at_a_time():
+    model = small_llama(3)
+    prompts = ["abc =", "z =", "hello world ="]
+    for prefix in ("", "q = 1\nrs = 22\n"):
+        together = R.greedy_answers(model, TOK, prompts, prefix=prefix, max_new_tokens=5)
+        alone = [R.greedy_answers(model, TOK, [p], prefix=prefix, max_new_tokens=5)[0]
+                 for p in prompts]  # fmt: skip
+        assert together == alone
+        full = []  # uncached, unpadded greedy decoding by hand
+        for p in prompts:
+            ids = TOK.encode(prefix + p)
+            out = []
+            for _ in range(5):
+                t = int(model(torch.tensor([ids]))[0, -1].argmax())
+                out.append(t)
+                ids.append(t)
+                if t == TOK.eos_id or "\n" in TOK.decode(out):
+                    break
+            full.append(TOK.decode([t for t in out if t]).split("\n")[0])
+        assert together == full
+
+
+def test_exact_match():
+    assert R.exact_match([" 12", "3", "4 "], ["12", "3", "5"]) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match="pair up"):
+        R.exact_match(["1"], ["1", "2"])
+
+
+def test_train_lora_learns_and_moves_only_adapters():
+    model = small_llama(1)
+    add_lora(model, ["W_Q", "W_K", "W_V", "W_O"], rank=4, alpha=16, seed=0)
+    frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    prompts = [f"{w} =" for w in ("ab", "cd", "ef", "gh")]
+    data = R.answer_batch(TOK, prompts, [" 7\n"] * 4)
+    score = lambda m: R.exact_match(R.greedy_answers(m, TOK, prompts), ["7"] * 4)  # noqa: E731
+    assert score(model) == 0
+    run = R.train_lora(model, data, steps=60, batch_size=4, lr=5e-2, seed=0,
+                       eval_fn=score, eval_every=30)  # fmt: skip
+    assert run.steps == 60 and run.losses[-1] < run.losses[0] / 5
+    assert run.evals[-1] == (60, 1.0)
+    for n, p in model.named_parameters():
+        if n in frozen:
+            assert torch.equal(p, frozen[n]), n
+    assert not any(lora.merged for _, lora in lora_modules(model))  # unmerged after answering
+    again = small_llama(1)
+    add_lora(again, ["W_Q", "W_K", "W_V", "W_O"], rank=4, alpha=16, seed=0)
+    rerun = R.train_lora(again, data, steps=60, batch_size=4, lr=5e-2, seed=0)
+    assert rerun.losses == run.losses  # seeded: the same run
+
+
+def test_train_lora_needs_adapters():
+    with pytest.raises(ValueError, match="no LoRA adapters"):
+        R.train_lora(small_llama(), R.answer_batch(TOK, ["a ="], [" 1\n"]), steps=1)

@@ -1,0 +1,284 @@
+"""Adapting a pretrained decoder with LoRA: prompts and answers, a loss on the answers
+only, batched greedy answers, and training through the book's loop.
+
+The recipe, for a decoder ``model`` (the book's :class:`~transformer_lab.models.llama.Llama`)
+and its tokenizer::
+
+    add_lora(model, ["W_Q", "W_K", "W_V", "W_O"], rank=8, alpha=16)     # transformer_lab.nn.lora
+    data = answer_batch(tokenizer, prompts, answers)
+    run = train_lora(model, data, steps=200, batch_size=8, lr=2e-3)
+    replies = greedy_answers(model, tokenizer, test_prompts)
+
+Each example is the prompt's tokens followed by the answer's: the model reads both, and
+the cross-entropy counts the answer's tokens only (:func:`answer_loss`), so the model is
+not taught to write prompts. Only the adapters' ``A`` and ``B`` reach the optimizer
+(AdamW, warmup then linear decay), through :func:`transformer_lab.training.loop.train`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils import parametrize
+
+from transformer_lab.checks import (
+    fraction,
+    instance_of,
+    non_negative_number,
+    positive_int,
+    positive_number,
+    seed_int,
+    string,
+    token_ids,
+)
+from transformer_lab.device import evaluating
+from transformer_lab.nn.lora import lora_modules, lora_parameters
+from transformer_lab.training.loop import TrainResult, to_device, train
+from transformer_lab.training.schedules import warmup_linear
+
+__all__ = [
+    "IGNORE",
+    "AnswerBatch",
+    "answer_batch",
+    "answer_batches",
+    "answer_loss",
+    "greedy_answers",
+    "exact_match",
+    "train_lora",
+]
+
+IGNORE = -100  # a target that the loss skips (the prompt's tokens, padding)
+
+
+@dataclass
+class AnswerBatch:
+    """Prompts followed by answers, padded on the right."""
+
+    input_ids: torch.Tensor  # [batch, pos] prompt then answer tokens, then padding
+    attention_mask: torch.Tensor  # [batch, pos] 1 = real token, 0 = padding
+    targets: torch.Tensor  # [batch, pos] the token itself at answer positions, IGNORE elsewhere
+
+    def __post_init__(self):
+        ids = token_ids(self.input_ids, "input_ids")
+        if ids.dim() != 2:
+            raise ValueError(f"input_ids must be [batch, pos], got {tuple(ids.shape)}")
+        for name in ("attention_mask", "targets"):
+            if tuple(getattr(self, name).shape) != tuple(ids.shape):
+                got = tuple(getattr(self, name).shape)
+                raise ValueError(f"{name} must be [batch, pos] = {tuple(ids.shape)}, got {got}")
+
+    def to(self, device) -> AnswerBatch:
+        return AnswerBatch(*(to_device(t, device) for t in self._tensors()))
+
+    def _tensors(self):
+        return self.input_ids, self.attention_mask, self.targets
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    def __getitem__(self, rows) -> AnswerBatch:
+        """Rows ``rows``, cut to the longest of them."""
+        ids, mask, targets = (t[rows] for t in self._tensors())
+        if ids.dim() != 2:
+            raise ValueError("index an AnswerBatch by rows: a slice, a list or a tensor")
+        width = max(int(mask.sum(1).max()), 1) if len(ids) else 1
+        return AnswerBatch(ids[:, :width], mask[:, :width], targets[:, :width])
+
+
+def _texts(texts, name: str) -> list[str]:
+    if isinstance(texts, str) or not isinstance(texts, Sequence) or not texts:
+        raise TypeError(f"{name} must be a non-empty list of strings, got {texts!r:.60}")
+    return [string(t, f"{name}[{i}]") for i, t in enumerate(texts)]
+
+
+def _check_tokenizer(tokenizer) -> None:
+    if not callable(getattr(tokenizer, "encode", None)) or not callable(
+        getattr(tokenizer, "decode", None)
+    ):
+        raise TypeError(f"tokenizer must have encode and decode, got {type(tokenizer).__name__}")
+
+
+def answer_batch(tokenizer, prompts: Sequence[str], answers: Sequence[str]) -> AnswerBatch:
+    """Tokenize each prompt and its answer separately (as the model will see the prompt
+    when it answers), join them, pad on the right; targets mark the answer's tokens."""
+    _check_tokenizer(tokenizer)
+    prompts, answers = _texts(prompts, "prompts"), _texts(answers, "answers")
+    if len(prompts) != len(answers):
+        raise ValueError(f"prompts and answers must pair up, got {len(prompts)} and {len(answers)}")
+    pairs = [
+        (tokenizer.encode(p), tokenizer.encode(a)) for p, a in zip(prompts, answers, strict=True)
+    ]
+    if any(not p or not a for p, a in pairs):
+        raise ValueError("every prompt and every answer must have at least one token")
+    width = max(len(p) + len(a) for p, a in pairs)
+    ids = torch.zeros(len(pairs), width, dtype=torch.long)
+    mask = torch.zeros(len(pairs), width, dtype=torch.long)
+    targets = torch.full((len(pairs), width), IGNORE, dtype=torch.long)
+    for row, (p, a) in enumerate(pairs):
+        ids[row, : len(p) + len(a)] = torch.tensor(p + a)
+        mask[row, : len(p) + len(a)] = 1
+        targets[row, len(p) : len(p) + len(a)] = torch.tensor(a)
+    return AnswerBatch(ids, mask, targets)
+
+
+def answer_batches(data: AnswerBatch, batch_size: int, seed: int) -> Iterator[AnswerBatch]:
+    """Endless shuffled mini-batches of ``data``, a new order every pass, from ``seed``."""
+    instance_of(data, AnswerBatch, "data")
+    batch_size, seed = positive_int(batch_size, "batch_size"), seed_int(seed)
+    if not len(data):
+        raise ValueError("data must hold at least one example")
+
+    def stream():
+        gen = torch.Generator().manual_seed(seed)
+        while True:
+            order = torch.randperm(len(data), generator=gen)
+            for start in range(0, len(data), batch_size):
+                yield data[order[start : start + batch_size]]
+
+    return stream()
+
+
+def answer_loss(model: nn.Module, batch: AnswerBatch) -> torch.Tensor:
+    """Mean cross-entropy of the answer tokens: position ``t``'s logits predict token
+    ``t + 1``, and only targets that are not ``IGNORE`` count."""
+    instance_of(model, nn.Module, "model", "an nn.Module (a decoder)")
+    instance_of(batch, AnswerBatch, "batch")
+    logits = model(batch.input_ids, attention_mask=batch.attention_mask)  # [batch, pos, d_vocab]
+    targets = batch.targets[:, 1:]  # [batch, pos - 1]
+    if not bool((targets != IGNORE).any()):
+        raise ValueError("the batch has no answer tokens to score")
+    return F.cross_entropy(logits[:, :-1].flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
+
+
+def _left_padded(rows: list[list[int]], device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    ids = torch.zeros(len(rows), width, dtype=torch.long, device=device)
+    mask = torch.zeros(len(rows), width, dtype=torch.long, device=device)
+    for i, r in enumerate(rows):
+        ids[i, width - len(r) :] = torch.tensor(r, device=device)
+        mask[i, width - len(r) :] = 1
+    return ids, mask
+
+
+@torch.no_grad()
+def _answer_rows(model, tokenizer, prompts, prefix_ids, max_new_tokens, stop) -> list[str]:
+    """Greedy answers of one batch of prompts, all after the same ``prefix_ids``."""
+    device = next(model.parameters()).device
+    cache = model.new_cache()
+    if prefix_ids:  # the shared prefix once, its keys and values shared by every row
+        model(torch.tensor([prefix_ids], device=device), kv_cache=cache)
+        cache.layers = [(k.expand(len(prompts), -1, -1, -1), v.expand(len(prompts), -1, -1, -1))
+                        for k, v in cache.layers]  # fmt: skip
+    ids, mask = _left_padded([tokenizer.encode(p) for p in prompts], device)
+    logits = model(ids, kv_cache=cache, attention_mask=mask, last_only=True)[:, -1]
+    out, done = [[] for _ in prompts], [False] * len(prompts)
+    for _ in range(max_new_tokens):
+        next_ids = logits.argmax(-1)  # [batch]
+        for i, t in enumerate(next_ids.tolist()):
+            if not done[i]:
+                out[i].append(t)
+                done[i] = t == tokenizer.eos_id or stop in tokenizer.decode(out[i])
+        if all(done):
+            break
+        logits = model(next_ids[:, None], kv_cache=cache, last_only=True)[:, -1]
+    texts = [tokenizer.decode([t for t in o if t != tokenizer.eos_id]) for o in out]
+    return [t.split(stop)[0] if stop else t for t in texts]
+
+
+def greedy_answers(
+    model: nn.Module,
+    tokenizer,
+    prompts: Sequence[str],
+    *,
+    prefix: str = "",
+    max_new_tokens: int = 8,
+    batch_size: int = 64,
+    stop: str = "\n",
+) -> list[str]:
+    """The greedy continuation of ``prefix + prompt`` for every prompt, cut at the first
+    ``stop`` (or the end-of-text token, or ``max_new_tokens``), in eval mode. The prefix
+    (worked examples, a chat turn) is run once per batch and its keys and values shared;
+    the prompts are left-padded. A model with LoRA adapters forms each ``W + dW`` once for
+    the whole call (``parametrize.cached``): quick, and the stored weights stay untouched
+    (merging and unmerging would leave rounding errors in them)."""
+    instance_of(model, nn.Module, "model", "an nn.Module (a decoder)")
+    _check_tokenizer(tokenizer)
+    prompts = _texts(prompts, "prompts")
+    prefix, stop = string(prefix, "prefix"), string(stop, "stop")
+    max_new_tokens = positive_int(max_new_tokens, "max_new_tokens")
+    batch_size = positive_int(batch_size, "batch_size")
+    prefix_ids = tokenizer.encode(prefix) if prefix else []
+    answers = []
+    with evaluating(model), parametrize.cached():  # W + dW formed once, not at every token
+        for start in range(0, len(prompts), batch_size):
+            chunk = prompts[start : start + batch_size]
+            answers += _answer_rows(model, tokenizer, chunk, prefix_ids, max_new_tokens, stop)
+    return answers
+
+
+def exact_match(predictions: Sequence[str], references: Sequence[str]) -> float:
+    """Share of predictions equal to their reference after stripping spaces at both ends."""
+    if isinstance(predictions, str) or isinstance(references, str):
+        raise TypeError("predictions and references must be lists of strings, not one string")
+    instance_of(predictions, (list, tuple), "predictions", "a list of strings")
+    instance_of(references, (list, tuple), "references", "a list of strings")
+    if len(predictions) != len(references) or not predictions:
+        raise ValueError(
+            f"predictions and references must pair up and not be empty, got "
+            f"{len(predictions)} and {len(references)}"
+        )
+    return sum(
+        str(p).strip() == str(r).strip() for p, r in zip(predictions, references, strict=True)
+    ) / len(predictions)
+
+
+def train_lora(
+    model: nn.Module,
+    data: AnswerBatch,
+    *,
+    steps: int,
+    batch_size: int = 8,
+    lr: float = 2e-3,
+    weight_decay: float = 0.0,
+    warmup: float = 0.1,
+    seed: int = 0,
+    eval_fn: Callable[[nn.Module], float] | None = None,
+    eval_every: int | None = None,
+    progress: bool = False,
+    threads: int | None = None,
+    desc: str = "LoRA",
+) -> TrainResult:
+    """Train the LoRA adapters of ``model`` (added by :func:`~transformer_lab.nn.lora.add_lora`)
+    on ``data`` for ``steps`` mini-batches of :func:`answer_loss`: AdamW on the adapters'
+    ``A`` and ``B`` only, warmup then linear decay, through
+    :func:`transformer_lab.training.loop.train` (progress bar, evaluations)."""
+    instance_of(model, nn.Module, "model", "an nn.Module with LoRA adapters")
+    params = lora_parameters(model)
+    if not params:
+        raise ValueError("model has no LoRA adapters: add_lora(model, targets) first")
+    instance_of(data, AnswerBatch, "data")
+    steps, seed = positive_int(steps, "steps"), seed_int(seed)
+    lr = positive_number(lr, "lr")
+    weight_decay = non_negative_number(weight_decay, "weight_decay")
+    warmup = fraction(warmup, "warmup", closed=False)
+    if next(lora_modules(model))[1].merged:
+        raise ValueError("the adapters are merged: unmerge_lora(model) before training")
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    return train(
+        model,
+        answer_batches(data, batch_size, seed),
+        answer_loss,
+        steps=steps,
+        optimizer=optimizer,
+        lr_schedule=warmup_linear(steps, warmup),
+        seed=seed,
+        progress=progress,
+        desc=desc,
+        eval_fn=eval_fn,
+        eval_every=eval_every,
+        threads=threads,
+    )
