@@ -217,6 +217,49 @@ _R_EXPORT = (
     "files); table cases in tests/export/bad_inputs_export.py"
 )
 SKIPPED = {
+    **{
+        f"transformer_lab.nn.lora.{n}": "a module to adapt; table cases in "
+        "tests/nn/bad_inputs_nn_lora.py"
+        for n in [
+            "LoRA",
+            "add_lora",
+            "lora_modules",
+            "lora_parameters",
+            "merge_lora",
+            "unmerge_lora",
+            "merged",
+            "remove_lora",
+            "lora_state_dict",
+            "load_lora_state_dict",
+            "count_parameters",
+        ]
+    },
+    **{
+        f"transformer_lab.training.lora.{n}": "a tokenizer and a decoder; table cases in "
+        "tests/training/bad_inputs_training_lora.py"
+        for n in [
+            "AnswerBatch",
+            "answer_batch",
+            "answer_batches",
+            "answer_loss",
+            "greedy_answers",
+            "exact_match",
+            "train_lora",
+        ]
+    },
+    **{
+        f"transformer_lab.data.german_numbers.{n}": "numbers and words; table cases in "
+        "tests/data/bad_inputs_german_numbers.py"
+        for n in [
+            "german_words",
+            "german_number_split",
+            "prompt",
+            "answer",
+            "few_shot_prefix",
+            "read_number",
+            "nearest_word_answer",
+        ]
+    },
     "transformer_lab.analysis.baselines.fit_baseline": "fits scikit-learn on texts; "
     "table cases in tests/analysis/bad_inputs_analysis.py",
     "transformer_lab.analysis.baselines.baseline_accuracy": "fits scikit-learn on texts; "

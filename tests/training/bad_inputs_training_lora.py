@@ -1,0 +1,49 @@
+"""Bad inputs to transformer_lab.training.lora (run by ``tests/test_bad_inputs.py``)."""
+
+from bad_input_support import case, torch
+
+from transformer_lab.models.llama import Llama, LlamaConfig
+from transformer_lab.training import lora as TL
+
+
+class _Tok:
+    eos_id = 0
+
+    def encode(self, text):
+        return [1 + ord(c) % 9 for c in text]
+
+    def decode(self, ids):
+        return "".join(chr(48 + i) for i in ids)
+
+
+def _llama():
+    torch.manual_seed(0)
+    c = LlamaConfig(d_vocab=11, n_ctx=16, n_layers=1, n_heads=2, n_kv_heads=1, d_model=8, d_mlp=12)
+    return Llama(c)
+
+
+def _data():
+    return TL.answer_batch(_Tok(), ["ab"], ["c"])
+
+
+z = torch.zeros(2, 3, dtype=torch.long)
+case(TL.AnswerBatch, lambda: TL.AnswerBatch(z, z[:1], z), ValueError, "attention_mask must be")
+case(TL.AnswerBatch, lambda: TL.AnswerBatch(z.float(), z, z), TypeError, "input_ids")
+case(TL.answer_batch, lambda: TL.answer_batch(_Tok(), "ab", ["c"]), TypeError, "prompts must")
+case(TL.answer_batch, lambda: TL.answer_batch(_Tok(), ["a"], ["b", "c"]), ValueError, "pair up")
+case(TL.answer_batch, lambda: TL.answer_batch(_Tok(), ["a"], [""]), ValueError, "at least one")
+case(TL.answer_batch, lambda: TL.answer_batch(object(), ["a"], ["b"]), TypeError, "tokenizer")
+case(TL.answer_batches, lambda: next(TL.answer_batches(_data(), 0, 0)), ValueError, "batch_size")
+case(TL.answer_batches, lambda: TL.answer_batches([1], 2, 0), TypeError, "data must be")
+case(TL.answer_loss, lambda: TL.answer_loss(_llama(), "batch"), TypeError, "batch must be")
+case(TL.answer_loss, lambda: TL.answer_loss(None, _data()), TypeError, "model must be")
+case(TL.greedy_answers, lambda: TL.greedy_answers(_llama(), _Tok(), []), TypeError, "prompts")
+case(
+    TL.greedy_answers,
+    lambda: TL.greedy_answers(_llama(), _Tok(), ["a"], max_new_tokens=0),
+    ValueError,
+    "max_new_tokens",
+)
+case(TL.exact_match, lambda: TL.exact_match("12", "12"), TypeError, "lists of strings")
+case(TL.exact_match, lambda: TL.exact_match([], []), ValueError, "not be empty")
+case(TL.train_lora, lambda: TL.train_lora(_llama(), _data(), steps=1), ValueError, "no LoRA")
