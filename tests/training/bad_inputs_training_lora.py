@@ -22,6 +22,14 @@ def _llama():
     return Llama(c)
 
 
+def _adapted():
+    from transformer_lab.nn.lora import add_lora
+
+    model = _llama()
+    add_lora(model, ["W_Q"], rank=2, alpha=2)
+    return model
+
+
 def _data():
     return TL.answer_batch(_Tok(), ["ab"], ["c"])
 
@@ -47,3 +55,9 @@ case(
 case(TL.exact_match, lambda: TL.exact_match("12", "12"), TypeError, "lists of strings")
 case(TL.exact_match, lambda: TL.exact_match([], []), ValueError, "not be empty")
 case(TL.train_lora, lambda: TL.train_lora(_llama(), _data(), steps=1), ValueError, "no LoRA")
+case(
+    TL.train_lora,
+    lambda: TL.train_lora(_adapted(), _data(), steps=5, schedule_steps=3),
+    ValueError,
+    "schedule_steps must be >= steps=5",
+)

@@ -110,3 +110,14 @@ def test_train_lora_learns_and_moves_only_adapters():
 def test_train_lora_needs_adapters():
     with pytest.raises(ValueError, match="no LoRA adapters"):
         R.train_lora(small_llama(), R.answer_batch(TOK, ["a ="], [" 1\n"]), steps=1)
+
+
+def test_a_short_run_is_the_start_of_a_longer_one():
+    data = R.answer_batch(TOK, ["ab =", "cd =", "ef ="], [" 1\n", " 2\n", " 3\n"])
+    runs = []
+    for steps in (12, 5):
+        model = small_llama(2)
+        add_lora(model, ["W_Q", "W_V"], rank=2, alpha=4, seed=1)
+        runs.append(R.train_lora(model, data, steps=steps, schedule_steps=12, batch_size=2,
+                                 lr=1e-2, seed=3))  # fmt: skip
+    assert runs[1].losses == runs[0].losses[:5]

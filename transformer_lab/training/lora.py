@@ -251,11 +251,15 @@ def train_lora(
     progress: bool = False,
     threads: int | None = None,
     desc: str = "LoRA",
+    schedule_steps: int | None = None,
 ) -> TrainResult:
     """Train the LoRA adapters of ``model`` (added by :func:`~transformer_lab.nn.lora.add_lora`)
     on ``data`` for ``steps`` mini-batches of :func:`answer_loss`: AdamW on the adapters'
     ``A`` and ``B`` only, warmup then linear decay, through
-    :func:`transformer_lab.training.loop.train` (progress bar, evaluations)."""
+    :func:`transformer_lab.training.loop.train` (progress bar, evaluations).
+
+    ``schedule_steps`` (default ``steps``) is the length of the learning-rate schedule: with
+    ``steps`` smaller, the run is exactly the first ``steps`` steps of the longer one."""
     instance_of(model, nn.Module, "model", "an nn.Module with LoRA adapters")
     params = lora_parameters(model)
     if not params:
@@ -265,6 +269,11 @@ def train_lora(
     lr = positive_number(lr, "lr")
     weight_decay = non_negative_number(weight_decay, "weight_decay")
     warmup = fraction(warmup, "warmup", closed=False)
+    schedule_steps = (
+        steps if schedule_steps is None else positive_int(schedule_steps, "schedule_steps")
+    )
+    if schedule_steps < steps:
+        raise ValueError(f"schedule_steps must be >= steps={steps}, got {schedule_steps}")
     if next(lora_modules(model))[1].merged:
         raise ValueError("the adapters are merged: unmerge_lora(model) before training")
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
@@ -274,7 +283,7 @@ def train_lora(
         answer_loss,
         steps=steps,
         optimizer=optimizer,
-        lr_schedule=warmup_linear(steps, warmup),
+        lr_schedule=warmup_linear(schedule_steps, warmup),
         seed=seed,
         progress=progress,
         desc=desc,
