@@ -8,6 +8,7 @@ adapters on ``W_Q, W_K, W_V, W_O`` (as in ``scripts/experiments/lora_smollm2.py`
 steps; the median step time is reported (steps per second = 1 / median)::
 
     .venv/bin/python scripts/bench/bench_lora_smollm2.py                 # 1 and 2 threads
+    .venv/bin/python scripts/bench/bench_lora_smollm2.py --save          # into the chapter's JSON
     .venv/bin/python scripts/bench/bench_lora_smollm2.py --methods lora --threads 1
 
 On a busy machine the numbers move with the load; the script prints the load average.
@@ -21,6 +22,8 @@ import json
 import os
 import statistics
 import time
+from importlib import resources
+from pathlib import Path
 
 import torch
 
@@ -56,6 +59,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--methods", nargs="+", default=["lora", "full"])
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--save", action="store_true", help="record in assets/lora_smollm2.json")
     args = parser.parse_args(argv)
     seed_everything(0)
     base, tok = smollm2()
@@ -80,6 +84,11 @@ def main(argv: list[str] | None = None) -> dict:
         del model, params
     out["load_average_after"] = os.getloadavg()
     print(json.dumps(out))
+    if args.save:
+        path = Path(resources.files("transformer_lab")) / "assets" / "lora_smollm2.json"
+        saved = json.loads(path.read_text()) if path.exists() else {}
+        saved["speed"] = out
+        path.write_text(json.dumps(saved, indent=1) + "\n")
     return out
 
 

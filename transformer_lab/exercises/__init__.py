@@ -79,6 +79,7 @@ from transformer_lab.exercises.ch15_fine_tuning import (
     check_naive_bayes,
     check_parameter_groups,
 )
+from transformer_lab.exercises.ch16_lora import check_lora_count, check_lora_forward, check_merge
 from transformer_lab.exercises.ch17_data_parallel import check_global_batch, check_ring_all_reduce
 from transformer_lab.exercises.runner import CheckResult, WrongAnswer, run_check
 
@@ -145,6 +146,10 @@ __all__ = [
     "check_majority_baseline",
     "check_parameter_groups",
     "check_naive_bayes",
+    # chapter 16
+    "check_lora_forward",
+    "check_merge",
+    "check_lora_count",
     # chapter 17
     "check_ring_all_reduce",
     "check_global_batch",
