@@ -24,6 +24,7 @@ def test_an_unseen_word_gives_no_evidence(kind):
 def test_naive_bayes_matches_counting_by_hand():
     texts, labels = ["ox ox bee", "bee cow", "cow cow cow"], [0, 1, 1]
     model = fit_baseline("naive_bayes", texts, labels)
-    # class 1 word counts: bee 1, cow 4, ox 0 of 5 (columns in alphabetical order); add-one: (0+1)/(5+3), (1+1)/8, (4+1)/8
+    # class 1 word counts: bee 1, cow 4, ox 0 of 5 (columns in alphabetical order);
+    # add-one: (0+1)/(5+3), (1+1)/8, (4+1)/8
     log_p = model[-1].feature_log_prob_[1]
     assert log_p.tolist() == pytest.approx([-1.3863, -0.47, -2.0794], abs=1e-3)
