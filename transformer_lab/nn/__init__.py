@@ -5,7 +5,8 @@ attention and grouped-query attention), ``scores`` (the score functions of recur
 seq2seq attention), ``multi_head`` (multi-head attention), ``norms`` (LayerNorm, RMSNorm),
 ``feed_forward`` (the MLP and SwiGLU), ``positions`` (sinusoidal, learned, rotary),
 ``blocks`` (encoder and decoder blocks), ``kv_cache`` (the cache decoders generate with),
-``pooling`` (one vector per sequence) and ``functional`` (``affine``, shared by the layers).
+``pooling`` (one vector per sequence), ``lora`` (low-rank adapters on any module's matrices)
+and ``functional`` (``affine``, shared by the layers).
 """
 
 from transformer_lab.nn import (  # noqa: F401
@@ -14,6 +15,7 @@ from transformer_lab.nn import (  # noqa: F401
     feed_forward,
     functional,
     kv_cache,
+    lora,
     masks,
     multi_head,
     norms,

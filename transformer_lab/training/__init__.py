@@ -5,5 +5,6 @@
 ``distributed`` (data parallelism over processes), ``progress`` (one progress line), and one
 recipe per model family: ``gpt`` (with ``python -m transformer_lab.training.train_gpt``),
 ``tiny_bert`` (masked-LM pretraining), ``finetune`` (classifiers: scratch, probe,
-fine-tune) and ``toy`` (the toy tasks).
+fine-tune), ``lora`` (adapting a decoder with LoRA: loss on the answers, greedy answers) and
+``toy`` (the toy tasks).
 """
