@@ -15,6 +15,10 @@ The test set is the balanced 600 passages of the six held-out plays
 Run on one thread::
 
     nice -n 10 .venv/bin/python scripts/experiments/finetune_sweep.py --encoders minilm tiny
+
+Its runs are short (at most ``max_steps``, one pass over 1,536 labels). Chapter 15 reads
+only the tiny BERT's rows from it; MiniLM on the genres, fine-tuned to a plateau beside the
+controls, comes from ``scripts/experiments/adaptation_sweep.py`` (``genre_controls.json``).
 """
 
 from __future__ import annotations

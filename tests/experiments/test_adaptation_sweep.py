@@ -43,6 +43,19 @@ def test_settings_are_the_scripts(sweep, name):
     )
 
 
+@pytest.mark.parametrize("name", ["topic_sweep.json", "genre_controls.json"])
+def test_trained_runs_have_the_scripts_steps(sweep, name):
+    data = shipped(name)
+    for r in data["results"]:
+        if r["method"] in ("scratch", "finetune"):
+            assert r["steps"] == sweep.n_steps(r["n_labels"], r["method"]), r
+        if "curve" in r:  # the last evaluation is at the last step and is the final accuracy
+            (step, acc) = r["curve"]["points"][-1]
+            assert step == r["steps"] and acc == pytest.approx(r[r["curve"]["set"]], abs=1e-4)
+    if name == "genre_controls.json":  # every genre run of a trained method has its curve
+        assert all("curve" in r for r in data["results"] if r["method"] in ("scratch", "finetune"))
+
+
 def test_topic_points_are_re_derived(sweep):
     from transformer_lab.pretrained.minilm import minilm
 
