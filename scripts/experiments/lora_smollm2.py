@@ -24,6 +24,10 @@ with full fine-tuning (AdamW on all weights), each in a fresh process::
 
     .venv/bin/python scripts/experiments/lora_smollm2.py            # seeds 0 1 2, ~15 min
     .venv/bin/python scripts/experiments/lora_smollm2.py --memory   # two processes, ~2 min
+    .venv/bin/python scripts/experiments/lora_smollm2.py --labels 50 100 200 --seeds 0
+
+``--labels`` trains LoRA on fewer training pairs (seed 0, the same 100 held-out numbers)
+into the JSON's ``labels``.
 
 One CPU thread throughout; seeds 0-2 took 862 s on a busy 2-core machine (each seed's
 baselines about 40 s, its 150 LoRA steps with six evaluations 190-310 s).
@@ -124,6 +128,24 @@ def one_seed(seed: int) -> dict:
     return result
 
 
+def fewer_labels(counts: list[int], seed: int = 0) -> list[dict]:
+    """LoRA trained as in :func:`one_seed` (``STEPS`` steps of ``BATCH``) on the first
+    ``n`` training pairs of the split drawn with ``n`` training numbers; the held-out
+    numbers depend only on ``N_TEST`` and ``seed``, so they are the same for every ``n``."""
+    out = []
+    for n in counts:
+        torch.set_num_threads(1)
+        seed_everything(seed)
+        model, tok = smollm2()
+        split = G.german_number_split(n, N_TEST, seed)
+        run = lora_run(model, tok, split, seed)
+        row = {"n_train": n, "seed": seed, "lora": run.evals[-1][1], "curve": run.evals,
+               "final_loss": run.losses[-1], "seconds": run.seconds}  # fmt: skip
+        print(json.dumps(row), flush=True)
+        out.append(row)
+    return out
+
+
 def memory_step(method: str) -> None:
     """Load the model, take ``MEMORY_STEPS`` steps with ``method``, print the peak RSS."""
     torch.set_num_threads(1)
@@ -180,6 +202,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--memory", action="store_true", help="measure peak memory only")
+    parser.add_argument(
+        "--labels", type=int, nargs="+", help="LoRA at these training-set sizes (first seed)"
+    )
     parser.add_argument("--memory-step", choices=["lora", "full"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.memory_step:
@@ -187,6 +212,8 @@ def main(argv: list[str] | None = None) -> dict:
     saved = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     if args.memory:
         saved["memory"] = memory()
+    elif args.labels:
+        saved["labels"] = fewer_labels(args.labels, args.seeds[0])
     else:
         start = time.perf_counter()
         saved["settings"] = settings()

@@ -40,6 +40,10 @@ def test_the_table_backs_the_chapter():
         assert r["curve"][-1] == [script.STEPS, r["lora"]] and len(r["losses"]) == script.STEPS
         assert r["trainable"] == 921_600
     assert (ASSETS / "lora_smollm2_de.safetensors").is_file()
+    labels = results["labels"]  # --labels 50 100 200 --seeds 0
+    assert [(r["n_train"], r["seed"]) for r in labels] == [(50, 0), (100, 0), (200, 0)]
+    for r in labels:
+        assert r["curve"][-1] == [script.STEPS, r["lora"]] and r["final_loss"] < 0.01
     mem = results["memory"]
     assert mem["lora"]["peak_bytes"] <= 3 * 2**30 < mem["full"]["peak_bytes"] + 2**30
     assert {"lora_1", "lora_2", "full_1", "full_2"} <= set(results["speed"])
