@@ -24,7 +24,8 @@ import functools
 import random
 from dataclasses import dataclass
 
-from transformer_lab.checks import instance_of, integer, is_int, positive_int
+from transformer_lab.checks import instance_of, integer, positive_int
+from transformer_lab.data.labelled import balanced_draw
 from transformer_lab.data.shakespeare import PLAYS, load_plays, spoken_lines
 
 __all__ = [
@@ -122,23 +123,9 @@ def sample_labelled(
     """``n`` labelled passages from ``pool``, ``n / 3`` of each genre, drawn with ``seed``
     and shuffled: ``(texts, labels)``. Different ``n`` with one seed give nested draws
     (the first 32 of each genre are the same in the draw of 32 and of 128 per genre)."""
-    if not is_int(n) or n <= 0 or n % len(GENRES):
-        raise ValueError(f"n must be a positive multiple of {len(GENRES)}, got {n!r}")
-    seed = integer(seed, "seed")
-    if isinstance(pool, str) or not isinstance(pool, (tuple, list)):
-        raise TypeError(f"pool must be a list or tuple of Passages, got {type(pool).__name__}")
-    if not all(isinstance(p, Passage) for p in pool):
-        raise TypeError("pool must hold Passages only (as in genre_task().train)")
-    per = int(n) // len(GENRES)
-    chosen: list[Passage] = []
-    for label in range(len(GENRES)):
-        of_label = [p for p in pool if p.label == label]
-        if len(of_label) < per:
-            raise ValueError(f"the pool has {len(of_label)} {GENRES[label]} passages, need {per}")
-        order = random.Random(f"{seed}-{label}").sample(range(len(of_label)), len(of_label))
-        chosen.extend(of_label[i] for i in order[:per])
-    random.Random(seed).shuffle(chosen)
-    return [p.text for p in chosen], [p.label for p in chosen]
+    return balanced_draw(
+        pool, n, seed, item=Passage, classes=GENRES, source="genre_task().train", kind="passages"
+    )
 
 
 def majority_baseline(task: GenreTask) -> float:

@@ -31,7 +31,8 @@ import functools
 import random
 from dataclasses import dataclass
 
-from transformer_lab.checks import integer, is_int, positive_int
+from transformer_lab.checks import integer
+from transformer_lab.data.labelled import balanced_draw
 
 __all__ = [
     "TOPICS",
@@ -169,20 +170,6 @@ def sample_labelled(
 ) -> tuple[list[str], list[int]]:
     """``n`` labelled sentences from ``pool``, ``n / 5`` of each topic, drawn with ``seed``
     and shuffled: ``(texts, labels)``. Different ``n`` with one seed give nested draws."""
-    if not is_int(n) or n <= 0 or n % len(TOPICS):
-        raise ValueError(f"n must be a positive multiple of {len(TOPICS)}, got {n!r}")
-    seed = integer(seed, "seed")
-    if isinstance(pool, str) or not isinstance(pool, (tuple, list)):
-        raise TypeError(f"pool must be a list or tuple of Sentences, got {type(pool).__name__}")
-    if not all(isinstance(s, Sentence) for s in pool):
-        raise TypeError("pool must hold Sentences only (as in topic_task().train)")
-    per = positive_int(int(n) // len(TOPICS), "n / 5")
-    chosen: list[Sentence] = []
-    for label in range(len(TOPICS)):
-        of_label = [s for s in pool if s.label == label]
-        if len(of_label) < per:
-            raise ValueError(f"the pool has {len(of_label)} {TOPICS[label]} sentences, need {per}")
-        order = random.Random(f"{seed}-{label}").sample(range(len(of_label)), len(of_label))
-        chosen.extend(of_label[i] for i in order[:per])
-    random.Random(seed).shuffle(chosen)
-    return [s.text for s in chosen], [s.label for s in chosen]
+    return balanced_draw(
+        pool, n, seed, item=Sentence, classes=TOPICS, source="topic_task().train", kind="sentences"
+    )
