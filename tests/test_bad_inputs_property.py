@@ -56,6 +56,7 @@ from hypothesis import strategies as st
 from test_bad_inputs import public_callables
 
 import transformer_lab
+from transformer_lab.models import ngram as NG
 from transformer_lab.nn import pooling as POOL
 from transformer_lab.nn.functional import at_least_float32
 
@@ -135,6 +136,10 @@ VALID = {
     "transformer_lab.training.finetune.fit_probe": lambda: (
         FT.fit_probe, (torch.randn(6, 3), ids(0, 1, 2, 0, 1, 2), 3),
         {"steps": 3, "lr": 0.01, "weight_decay": 0.01, "seed": 0}),
+    "transformer_lab.models.ngram.NGramLM": lambda: (NG.NGramLM, (3, 5), {"discount": 0.5}),
+    "transformer_lab.models.ngram.select_ngram": lambda: (
+        NG.select_ngram, (ids(0, 1, 2, 3, 4, 0, 1, 2), ids(0, 1, 2, 3), 5),
+        {"orders": (1, 2), "discounts": (None, 0.5)}),
     "transformer_lab.models.captioner.CaptionerConfig": lambda: (
         CAP.CaptionerConfig, (12,), {"d_model": 8, "d_embed": 4, "channels": 4, "max_len": 5}),
     "transformer_lab.models.captioner.ConvEncoder": lambda: (

@@ -27,6 +27,8 @@ from bad_input_support import (  # noqa: F401
     toy,
 )
 
+from transformer_lab.models import ngram as NG
+
 case(
     TR.EncoderDecoder,
     lambda: enc_dec().decode(ids([1, 2]), None),
@@ -444,4 +446,45 @@ case(
     lambda: R.Seq2SeqConfig(5, 5, input_feeding=True),
     ValueError,
     "input_feeding needs attention",
+)
+
+
+# The n-gram count model: order, discount and ids are checked at the door.
+case(NG.NGramLM, lambda: NG.NGramLM(0, 6), ValueError, "order must be a positive int, got 0")
+case(NG.NGramLM, lambda: NG.NGramLM(11, 75), ValueError, "order=11 is too long for d_vocab=75")
+case(
+    NG.NGramLM,
+    lambda: NG.NGramLM(3, 6, discount=1.0),
+    ValueError,
+    "discount must be None (estimated) or a number in (0, 1), got 1.0",
+)
+case(
+    NG.NGramLM,
+    lambda: NG.NGramLM(2, 6).fit(ids(1, 2, 6)),
+    ValueError,
+    "ids must be in [0, 6), got values from 1 to 6",
+)
+case(
+    NG.NGramLM,
+    lambda: NG.NGramLM(2, 6).fit(ids([1, 2, 3])),
+    ValueError,
+    "ids must be 1-d with at least 2 token ids, got shape (1, 3)",
+)
+case(
+    NG.NGramLM,
+    lambda: NG.NGramLM(2, 6).next_distribution(ids(1)),
+    ValueError,
+    "has no counts yet: call fit(ids) first",
+)
+case(
+    NG.select_ngram,
+    lambda: NG.select_ngram(ids(0, 1, 2, 3), ids(0, 1), 6, orders=[2, 0]),
+    ValueError,
+    "orders[i] must be a positive int, got 0",
+)
+case(
+    NG.select_ngram,
+    lambda: NG.select_ngram(ids(0, 1, 2, 3), ids(0, 9), 6, orders=[2]),
+    ValueError,
+    "valid_ids must be in [0, 6), got values from 0 to 9",
 )
