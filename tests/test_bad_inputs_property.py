@@ -56,9 +56,12 @@ from hypothesis import strategies as st
 from test_bad_inputs import public_callables
 
 import transformer_lab
+from transformer_lab.data import recall as RD
 from transformer_lab.models import ngram as NG
+from transformer_lab.models import recall as RM
 from transformer_lab.nn import pooling as POOL
 from transformer_lab.nn.functional import at_least_float32
+from transformer_lab.training import recall as RT
 
 PACKAGE = str(Path(transformer_lab.__file__).resolve().parent)
 TIME_LIMIT = 10.0  # seconds per call
@@ -80,6 +83,15 @@ def _passages():
 def _gru_state():
     cells = captioner().encode(torch.rand(1, 3, 24, 24))
     return ids(1), captioner().start(cells), cells
+
+
+def _recall_model():
+    config = RM.RecallConfig("gpt", n_keys=8, n_values=4, d_model=8, n_ctx=8, n_heads=2)
+    return RM.RecallLM(config)
+
+
+def _recall_batch():
+    return RD.RecallTask(n_keys=8, n_values=4).batch(2, 3, torch.Generator().manual_seed(0))
 
 
 # name -> () -> (callable, args, kwargs): one valid call each, on small inputs
@@ -136,6 +148,24 @@ VALID = {
     "transformer_lab.training.finetune.fit_probe": lambda: (
         FT.fit_probe, (torch.randn(6, 3), ids(0, 1, 2, 0, 1, 2), 3),
         {"steps": 3, "lr": 0.01, "weight_decay": 0.01, "seed": 0}),
+    "transformer_lab.data.recall.RecallTask": lambda: (RD.RecallTask, (), {"n_keys": 8}),
+    "transformer_lab.models.recall.RecallConfig": lambda: (RM.RecallConfig, ("gru",), {}),
+    "transformer_lab.models.recall.RecallLM": lambda: (
+        RM.RecallLM, (RM.RecallConfig("lstm", n_keys=8, n_values=4, d_model=8),), {}),
+    "transformer_lab.models.recall.matched_width": lambda: (
+        RM.matched_width, ("gru", 2000), {"n_keys": 8, "n_values": 4}),
+    "transformer_lab.training.recall.new_model": lambda: (
+        RT.new_model, ("gru", RD.RecallTask(n_keys=8, n_values=4)), {}),
+    "transformer_lab.training.recall.recall_loss": lambda: (
+        RT.recall_loss, (_recall_model(), _recall_batch()), {}),
+    "transformer_lab.training.recall.recall_accuracy": lambda: (
+        RT.recall_accuracy, (_recall_model(), _recall_batch()), {}),
+    "transformer_lab.training.recall.train_recall": lambda: (
+        RT.train_recall, (_recall_model(), RD.RecallTask(n_keys=8, n_values=4), 2),
+        {"steps": 2, "lr": 1e-3, "batch_size": 4}),
+    "transformer_lab.training.recall.choose_lr": lambda: (
+        RT.choose_lr, ("gru", RD.RecallTask(n_keys=8, n_values=4), 2),
+        {"steps": 1, "lrs": (1e-3,), "batch_size": 4}),
     "transformer_lab.models.ngram.NGramLM": lambda: (NG.NGramLM, (3, 5), {"discount": 0.5}),
     "transformer_lab.models.ngram.select_ngram": lambda: (
         NG.select_ngram, (ids(0, 1, 2, 3, 4, 0, 1, 2), ids(0, 1, 2, 3), 5),
@@ -292,6 +322,10 @@ SKIPPED = {
     "transformer_lab.device.gpu_branch": "takes no argument: its input is an environment "
     "variable; table case in bad_inputs_core.py",
     "transformer_lab.hooks.Hook": _R1,
+    "transformer_lab.hooks.intervene": "a context manager (checks run on entering); table "
+    "cases in tests/training/bad_inputs_recall.py",
+    "transformer_lab.analysis.ablation.ablate_heads": "a context manager (checks run on "
+    "entering); table cases in tests/training/bad_inputs_recall.py",
     "transformer_lab.run_with_cache": _R1,
     "transformer_lab.seed_everything": _R1,
     "transformer_lab.checks.instance_of": _R2,

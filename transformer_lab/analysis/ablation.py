@@ -1,0 +1,48 @@
+"""Ablating attention heads: run a model as if some heads wrote nothing.
+
+A head's contribution to the residual stream is its slice of ``z`` (the heads' outputs side
+by side, before ``W_O``) times ``W_O``; zeroing that slice through the hook
+``blocks.<layer>.attn.z`` removes the head and nothing else (``W_O``'s bias stays)::
+
+    with ablate_heads(model, {1: [2]}):          # block 1, head 2
+        accuracy_without = measure(model)
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+from transformer_lab.checks import index_in, instance_of
+from transformer_lab.hooks import intervene
+
+__all__ = ["ablate_heads"]
+
+
+def _zero(heads: list[int], d_head: int):
+    def edit(z: torch.Tensor) -> torch.Tensor:  # [batch, pos, n_heads * d_head]
+        z = z.clone()
+        for h in heads:
+            z[..., h * d_head : (h + 1) * d_head] = 0
+        return z
+
+    return edit
+
+
+@contextmanager
+def ablate_heads(model: nn.Module, heads: dict[int, list[int]]):
+    """Within the block, the heads ``heads[layer]`` of each block ``model.blocks[layer]``
+    (a :class:`~transformer_lab.nn.multi_head.MultiHeadAttention` at ``.attn``) write zero."""
+    instance_of(heads, dict, "heads", "a dict of layer -> list of heads")
+    blocks = getattr(model, "blocks", None)
+    if not isinstance(blocks, nn.ModuleList):
+        raise TypeError(f"model must have blocks (an nn.ModuleList), got {type(model).__name__}")
+    edits = {}
+    for layer, chosen in heads.items():
+        attn = blocks[index_in(layer, len(blocks), "layer", "a block of the model")].attn
+        chosen = [index_in(h, attn.n_heads, "head", f"a head of block {layer}") for h in chosen]
+        edits[f"blocks.{layer}.attn.z"] = _zero(chosen, attn.d_head)
+    with intervene(model, edits):
+        yield model
