@@ -36,7 +36,8 @@ BUDGETS = {
     "14_todays_decoders": 120.0,
     "15_fine_tuning": 120.0,
     "16_lora": 120.0,
-    "17_data_parallel": 120.0,
+    "17_recall": 120.0,
+    "18_data_parallel": 120.0,
 }
 DEFAULT_BUDGET = 60.0
 

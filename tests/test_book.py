@@ -88,6 +88,7 @@ def test_toc_parts_are_the_planned_ones():
         "Self-attention",
         "The Transformer",
         "Pretrained Transformers",
+        "Where attention wins",
         "Appendix: beyond one device",
         "Back matter",
     ]

@@ -1,4 +1,4 @@
-"""Chapter 17's checkers pass right answers and name the usual mistakes."""
+"""Chapter 18's checkers pass right answers and name the usual mistakes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 from checker_helpers import assert_fails, assert_passes_right_and_names_mistake, verdict
 
-from transformer_lab.exercises.ch17_data_parallel import check_global_batch, check_ring_all_reduce
+from transformer_lab.exercises.ch18_data_parallel import check_global_batch, check_ring_all_reduce
 from transformer_lab.training.distributed import ring_all_reduce
 
 

@@ -17,7 +17,7 @@ Layout:
   first matching mistake), ``close``, ``largest_difference``, ``describe_shapes``.
 - :mod:`.attention_mistakes`: random attention inputs and the usual mistakes in attention,
   shared by the attention checkers.
-- one module per chapter, ``chNN_topic.py`` (``ch01_embeddings`` ... ``ch17_data_parallel``),
+- one module per chapter, ``chNN_topic.py`` (``ch01_embeddings`` ... ``ch18_data_parallel``),
   holding that chapter's checkers; every exercise has a checker of its own.
   A checker module imports only :mod:`.runner`, :mod:`.attention_mistakes` and other
   modules' public names; the model modules never import checkers.
@@ -80,7 +80,8 @@ from transformer_lab.exercises.ch15_fine_tuning import (
     check_parameter_groups,
 )
 from transformer_lab.exercises.ch16_lora import check_lora_count, check_lora_forward, check_merge
-from transformer_lab.exercises.ch17_data_parallel import check_global_batch, check_ring_all_reduce
+from transformer_lab.exercises.ch17_recall import check_entry_of, check_max_pairs
+from transformer_lab.exercises.ch18_data_parallel import check_global_batch, check_ring_all_reduce
 from transformer_lab.exercises.runner import CheckResult, WrongAnswer, run_check
 
 __all__ = [
@@ -151,6 +152,9 @@ __all__ = [
     "check_merge",
     "check_lora_count",
     # chapter 17
+    "check_entry_of",
+    "check_max_pairs",
+    # chapter 18
     "check_ring_all_reduce",
     "check_global_batch",
 ]

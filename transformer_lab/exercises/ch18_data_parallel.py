@@ -1,4 +1,4 @@
-"""Checkers for chapter 17, data parallelism.
+"""Checkers for chapter 18, data parallelism.
 
 :func:`check_ring_all_reduce` runs the reader's ring all-reduce on a few simulated rings
 and compares it with the sum (and with

@@ -73,6 +73,7 @@ CHAPTER_TITLES = {
     "11_encoder_decoder": "Encoder, decoder and cross-attention",
     "12_bert": "BERT: an encoder that reads both ways",
     "13_gpt": "Let's build a GPT",
+    "17_recall": "Where attention wins: recall from context",
 }
 # the picture each chapter of parts 3-4 shows near its top: (variant, highlighted parts)
 CHAPTER_VIEWS = {
@@ -87,6 +88,7 @@ CHAPTER_VIEWS = {
     "12_bert": ("encoder", ("encoder_block", "output")),
     "13_gpt": ("decoder", ("decoder_block", "output")),
     "14_todays_decoders": ("decoder", ("positions", "add_norm", "feed_forward", "heads")),
+    "17_recall": ("decoder", ("masked_self_attention", "heads")),
 }
 _TITLES = {
     "encoder-decoder": "The encoder-decoder Transformer",
