@@ -47,6 +47,7 @@ from bad_input_support import (
     captioner,
     classifier,
     gguf_contents,
+    gpt,
     ids,
     labelled,
     wordpiece,
@@ -56,6 +57,7 @@ from hypothesis import strategies as st
 from test_bad_inputs import public_callables
 
 import transformer_lab
+from transformer_lab.analysis import text_loss as TLOSS
 from transformer_lab.data import recall as RD
 from transformer_lab.models import ngram as NG
 from transformer_lab.models import recall as RM
@@ -194,6 +196,9 @@ VALID = {
         GR.sample_labelled, (_passages(), 3, 0), {}),
     "transformer_lab.data.genres.majority_baseline": lambda: (
         GR.majority_baseline, (GR.GenreTask(tuple(_passages()), tuple(_passages())),), {}),
+    "transformer_lab.analysis.text_loss.text_loss": lambda: (
+        TLOSS.text_loss, (gpt(), TK.CharTokenizer("abc"), "abcab"),
+        {"window": 4, "stride": 2, "start_id": 0}),
     "transformer_lab.analysis.word_vectors.one_hot": lambda: (E.one_hot, (ids(1, 2), 4), {}),
     "transformer_lab.analysis.word_vectors.cosine_similarity": lambda: (
         E.cosine_similarity, (torch.randn(3, 4), torch.randn(4)), {}),
