@@ -11,6 +11,10 @@ validation accuracy recorded ``EVALS`` times (a plateau shows as a flat end), an
 accuracy on 512 test sequences is recorded. Every arm sees the same batches (the training
 stream of the seed) and takes the same steps; the record gives each run's seconds too.
 
+Then, because the recurrent arms' curves are still rising at the end of that budget, they
+get ``LONG_STEPS`` steps on 4 and 16 entries (seed 0, the same rate): ``--longer`` adds
+these runs to a record.
+
 It writes ``transformer_lab/assets/recall_race.json``. ``--kinds`` and ``--pairs`` run a
 part (into ``--out``); ``--merge A.json B.json`` joins parts. On the 2-core machine that
 built the book, the three models took about 40 minutes on one thread each, with other work
@@ -39,13 +43,16 @@ from transformer_lab.training.recall import (
 
 PAIRS, SEEDS = (4, 8, 16, 32, 64), (0, 1, 2)
 SWEEP_STEPS, STEPS, EVALS, BATCH = 300, 1000, 5, 64
+LONG_PAIRS, LONG_STEPS, LONG_EVALS = (4, 16), 6000, 12  # the recurrent arms, given six times more
 OUT = DATA_DIR / "recall_race.json"
 
 
-def run_point(kind: str, task: RecallTask, n_pairs: int, lr: float, seed: int) -> dict:
+def run_point(
+    kind: str, task: RecallTask, n_pairs: int, lr: float, seed: int, steps=STEPS, evals=EVALS
+) -> dict:
     """One arm at one number of pairs and seed: its curve, test accuracy and seconds."""
     model = new_model(kind, task, seed=seed)
-    run = train_recall(model, task, n_pairs, steps=STEPS, lr=lr, seed=seed, evals=EVALS,
+    run = train_recall(model, task, n_pairs, steps=steps, lr=lr, seed=seed, evals=evals,
                        batch_size=BATCH)  # fmt: skip
     return {
         "seed": seed,
@@ -91,16 +98,38 @@ def race(kinds, pairs) -> dict:
     }
 
 
+def longer(kinds, record: dict) -> list[dict]:
+    """The recurrent arms given ``LONG_STEPS`` steps (seed 0, the race's learning rate), to
+    see where their curves flatten."""
+    task, rows = RecallTask(), []
+    for row in record["rows"]:
+        if row["kind"] in kinds and row["kind"] != "gpt" and row["n_pairs"] in LONG_PAIRS:
+            point = run_point(row["kind"], task, row["n_pairs"], row["lr"], 0, LONG_STEPS,
+                              LONG_EVALS)  # fmt: skip
+            rows.append({"kind": row["kind"], "n_pairs": row["n_pairs"], "lr": row["lr"]} | point)
+            print(f"{row['kind']} {row['n_pairs']} pairs, {LONG_STEPS} steps: "
+                  f"{point['test_accuracy']:.3f}", flush=True)  # fmt: skip
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--pairs", nargs="+", type=int, default=list(PAIRS))
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--merge", nargs="+", type=Path, help="join these parts into --out")
+    parser.add_argument("--longer", action="store_true", help="add the longer recurrent runs")
     args = parser.parse_args(argv)
-    if args.merge:
+    if args.longer:
+        torch.set_num_threads(1)
+        record = json.loads(args.out.read_text())
+        record["long_steps"] = LONG_STEPS
+        record["long"] = longer(args.kinds, record)
+    elif args.merge:
         parts = [json.loads(p.read_text()) for p in args.merge]
         record = parts[0] | {"rows": [row for part in parts for row in part["rows"]]}
+        record["long"] = [row for part in parts for row in part.get("long", [])]
+        record["long_steps"] = LONG_STEPS
     else:
         torch.set_num_threads(1)
         record = race(args.kinds, args.pairs)

@@ -21,28 +21,34 @@ from transformer_lab.hooks import intervene
 __all__ = ["ablate_heads"]
 
 
-def _zero(heads: list[int], d_head: int):
-    def edit(z: torch.Tensor) -> torch.Tensor:  # [batch, pos, n_heads * d_head]
-        z = z.clone()
-        for h in heads:
-            z[..., h * d_head : (h + 1) * d_head] = 0
-        return z
-
-    return edit
-
-
 @contextmanager
 def ablate_heads(model: nn.Module, heads: dict[int, list[int]]):
     """Within the block, the heads ``heads[layer]`` of each block ``model.blocks[layer]``
     (a :class:`~transformer_lab.nn.multi_head.MultiHeadAttention` at ``.attn``) write zero."""
+    d_head = _check(model, heads)  # {layer: d_head}, once the blocks and heads are known
+
+    def zero_heads(layer):
+        def edit(z: torch.Tensor) -> torch.Tensor:  # [batch, pos, n_heads * d_head]
+            z = z.clone()
+            for h in heads[layer]:  # the heads sit side by side: zero head h's columns
+                z[..., h * d_head[layer] : (h + 1) * d_head[layer]] = 0
+            return z
+
+        return edit
+
+    with intervene(model, {f"blocks.{layer}.attn.z": zero_heads(layer) for layer in heads}):
+        yield model
+
+
+def _check(model: nn.Module, heads) -> dict[int, int]:
     instance_of(heads, dict, "heads", "a dict of layer -> list of heads")
     blocks = getattr(model, "blocks", None)
     if not isinstance(blocks, nn.ModuleList):
         raise TypeError(f"model must have blocks (an nn.ModuleList), got {type(model).__name__}")
-    edits = {}
+    d_head = {}
     for layer, chosen in heads.items():
         attn = blocks[index_in(layer, len(blocks), "layer", "a block of the model")].attn
-        chosen = [index_in(h, attn.n_heads, "head", f"a head of block {layer}") for h in chosen]
-        edits[f"blocks.{layer}.attn.z"] = _zero(chosen, attn.d_head)
-    with intervene(model, edits):
-        yield model
+        for h in chosen:
+            index_in(h, attn.n_heads, "head", f"a head of block {layer}")
+        d_head[layer] = attn.d_head
+    return d_head

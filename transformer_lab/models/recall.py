@@ -106,6 +106,17 @@ class RecallLM(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def forward(self, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        self._check(keys, values)
+        x = self.E_key(keys) + self.E_value(values)  # [batch, pos, d_model]
+        if self.config.kind != "gpt":
+            return self.read_out(self.rnn(x)[0])  # [batch, pos, n_values]: the state's read-out
+        pos = keys.shape[1]
+        x = self.pos(x)  # + W_pos
+        for block in self.blocks:
+            x = block(x, self.mask[:pos, :pos])  # causal self-attention, then the MLP
+        return self.ln_final(x) @ self.W_U  # [batch, pos, n_values]
+
+    def _check(self, keys, values) -> None:
         c = self.config
         if not isinstance(keys, torch.Tensor) or not isinstance(values, torch.Tensor):
             raise TypeError("keys and values must be tensors of ids [batch, pos]")
@@ -116,17 +127,8 @@ class RecallLM(nn.Module):
             )
         check_token_range(keys, c.n_keys, "keys")
         check_token_range(values, c.n_values + 1, "values")
-        pos = keys.shape[1]
-        if c.kind == "gpt" and pos > c.n_ctx:
-            raise ValueError(f"{pos} positions but the model's n_ctx={c.n_ctx}")
-        x = self.E_key(keys) + self.E_value(values)  # [batch, pos, d_model]
-        if c.kind != "gpt":
-            return self.read_out(self.rnn(x)[0])  # [batch, pos, n_values]
-        x = self.pos(x)
-        mask = self.mask[:pos, :pos]
-        for block in self.blocks:
-            x = block(x, mask)
-        return self.ln_final(x) @ self.W_U  # [batch, pos, n_values]
+        if c.kind == "gpt" and keys.shape[1] > c.n_ctx:
+            raise ValueError(f"{keys.shape[1]} positions but the model's n_ctx={c.n_ctx}")
 
 
 def matched_width(kind: str, n_params: int, **config) -> int:
