@@ -1,0 +1,131 @@
+"""Chapter 13's compute ladder: the book's GPT at two sizes, trained for longer than the
+page can, its held-out loss recorded against training time and characters seen.
+
+    nice -n 10 .venv/bin/python scripts/experiments/gpt_ladder.py
+
+Each rung is a :class:`~transformer_lab.models.gpt.GPT` built after ``seed_everything(0)``
+and trained by :func:`~transformer_lab.training.gpt.train_gpt` (seed 0, one CPU thread) on
+the training plays' characters, the split of chapter 13. Every ``steps / 8`` steps and at
+the end, :func:`~transformer_lab.training.gpt.evaluate_lm` scores every held-out character
+(windows of the rung's context), and the record notes the step, the characters seen, the
+training seconds so far (evaluation time left out) and the loss. The rungs:
+
+- ``small``: the chapter's shape (2 blocks, 128 wide, 64 characters of context) and recipe,
+  for 8000 steps of 12 windows instead of 1300;
+- ``medium``: 4 blocks, 192 wide, 6 heads, 128 characters of context, 3000 steps of 16.
+
+With the chapter's own model (1300 steps, ``scripts/experiments/train_book_gpt.py``) they
+make three rungs of training compute.
+
+It writes ``transformer_lab/assets/gpt_ladder/<rung>/`` (weights stored in float16 by
+:func:`~transformer_lab.pretrained.book_gpt.save_book_gpt`, and a JSON of the config, the
+recipe and the curve) and ``transformer_lab/assets/gpt_ladder/ladder.json`` (every rung's
+record). On the 2-core machine that built the book: about 11 minutes for ``small`` and
+the seconds in the record for ``medium``, on one thread with other work beside it. ``tests/experiments/test_gpt_ladder.py``
+re-scores the shipped checkpoints and re-trains the first steps of a rung.
+
+``--rungs small`` trains only some rungs (the record keeps the others'); ``--out`` writes
+elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+import transformer_lab
+from transformer_lab.data import shakespeare
+from transformer_lab.models.gpt import GPT, GPTConfig
+from transformer_lab.pretrained import book_gpt
+from transformer_lab.training.gpt import TrainRecipe, evaluate_lm, train_gpt
+
+SEED, EVALS = 0, 8
+OUT = book_gpt.DATA_DIR / "gpt_ladder"
+RUNGS: dict[str, tuple[dict, TrainRecipe]] = {
+    "small": (
+        dict(n_ctx=64, n_layers=2, n_heads=4, d_model=128, activation="gelu"),
+        TrainRecipe(batch_size=12, steps=8000, lr=5e-3, warmup=100),
+    ),
+    "medium": (
+        dict(n_ctx=128, n_layers=4, n_heads=6, d_model=192, activation="gelu"),
+        TrainRecipe(batch_size=16, steps=3000, lr=2e-3, warmup=100),
+    ),
+}
+
+
+def rung_model(name: str, d_vocab: int) -> tuple[GPT, TrainRecipe]:
+    """The rung's untrained model, built after ``seed_everything(SEED)``, and its recipe."""
+    shape, recipe = RUNGS[name]
+    transformer_lab.seed_everything(SEED)
+    return GPT(GPTConfig(d_vocab=d_vocab, **shape)), recipe
+
+
+def train_rung(name: str, train_ids, val_ids, steps: int | None = None) -> tuple[GPT, dict]:
+    """Train one rung (``steps`` cuts the run short, with the full run's schedule) and return
+    the model and its record (curve of step, characters seen, seconds, held-out loss)."""
+    model, recipe = rung_model(name, int(max(train_ids.max(), val_ids.max())) + 1)
+    n_ctx = model.config.n_ctx
+    curve, clock = [], {"start": time.perf_counter(), "evaluating": 0.0, "step": 0}
+    every = max(1, recipe.steps // EVALS)
+
+    def held_out(m) -> float:
+        began = time.perf_counter()
+        clock["step"] += every
+        val = evaluate_lm(m, val_ids, batch_size=64, n_ctx=n_ctx)
+        training = began - clock["start"] - clock["evaluating"]
+        clock["evaluating"] += time.perf_counter() - began
+        step = min(clock["step"], steps or recipe.steps)
+        chars = step * recipe.batch_size * n_ctx
+        curve.append({"step": step, "chars": chars, "seconds": training, "held_out_loss": val})
+        print(f"{name}: step {step}, {chars:,} characters, {training:.0f} s, held-out {val:.4f}",
+              flush=True)  # fmt: skip
+        return val
+
+    run = train_gpt(model, train_ids, recipe, seed=SEED, eval_fn=held_out, eval_every=every,
+                    until=steps)  # fmt: skip
+    record = {
+        "rung": name,
+        "recipe": dataclasses.asdict(recipe),
+        "seed": SEED,
+        "parameters": model.num_params(),
+        "steps": run.steps,
+        "chars_seen": run.steps * recipe.batch_size * n_ctx,
+        "training_seconds": curve[-1]["seconds"],
+        "held_out_loss": curve[-1]["held_out_loss"],
+        "final_train_loss": run.smoothed(50)[-1],
+        "curve": curve,
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "machine": platform.machine(),
+        "script": "scripts/experiments/gpt_ladder.py",
+    }
+    return model.eval(), record
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rungs", nargs="+", choices=list(RUNGS), default=list(RUNGS))
+    parser.add_argument("--out", type=Path, default=OUT, help="directory to write")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    tok = shakespeare.char_tokenizer()
+    train_ids, val_ids = shakespeare.encode_splits(tok)
+    summary_path = args.out / "ladder.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    for name in args.rungs:
+        model, record = train_rung(name, train_ids, val_ids)
+        book_gpt.save_book_gpt(model.half(), tok, record, args.out / name)
+        summary[name] = {k: v for k, v in record.items()}
+        args.out.mkdir(parents=True, exist_ok=True)
+        summary_path.write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+if __name__ == "__main__":
+    main()
