@@ -20,8 +20,8 @@ make three rungs of training compute.
 It writes ``transformer_lab/assets/gpt_ladder/<rung>/`` (weights stored in float16 by
 :func:`~transformer_lab.pretrained.book_gpt.save_book_gpt`, and a JSON of the config, the
 recipe and the curve) and ``transformer_lab/assets/gpt_ladder/ladder.json`` (every rung's
-record). On the 2-core machine that built the book: about 11 minutes for ``small`` and
-the seconds in the record for ``medium``, on one thread with other work beside it. ``tests/experiments/test_gpt_ladder.py``
+record). On the 2-core machine that built the book: 11 minutes for ``small`` and 32 for
+``medium``, on one thread with other work beside it. ``tests/experiments/test_gpt_ladder.py``
 re-scores the shipped checkpoints and re-trains the first steps of a rung.
 
 ``--rungs small`` trains only some rungs (the record keeps the others'); ``--out`` writes
