@@ -158,7 +158,7 @@ def small_bert(tmp_path, monkeypatch):
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
 def test_save_writes_into_the_cache_unless_given_a_folder(small_bert, tmp_path):
