@@ -44,7 +44,7 @@ from transformer_lab.nn.masks import causal_mask
 from transformer_lab.nn.norms import LayerNorm
 from transformer_lab.nn.positions import LearnedPositions
 
-__all__ = ["GPTConfig", "GPTBlock", "GPT"]
+__all__ = ["GPTConfig", "GPTBlock", "GPT", "init_blocks"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,22 @@ class GPTBlock(EncoderBlock):
         return self.resid_post(self._sublayer(x, self.ln2, self.mlp, self.mlp_out))
 
 
+def init_blocks(blocks: nn.ModuleList, std: float) -> None:
+    """GPT-2's initialisation of a stack of blocks: every weight matrix ``N(0, std^2)``, the
+    two that write into the residual stream (``W_O``, ``W_2``) scaled down by
+    ``1/sqrt(2 n_layers)``, biases zero."""
+    with torch.no_grad():
+        for block in blocks:
+            a, m = block.attn, block.mlp
+            for w in (a.W_Q, a.W_K, a.W_V, m.W_1):
+                nn.init.normal_(w, std=std)
+            for w in (a.W_O, m.W_2):
+                nn.init.normal_(w, std=std / math.sqrt(2 * len(blocks)))
+            for b in (a.b_Q, a.b_K, a.b_V, a.b_O, m.b_1, m.b_2):
+                if b is not None:
+                    b.zero_()
+
+
 class GPT(nn.Module):
     """The GPT language model: ``model(idx)`` maps token ids ``[batch, pos]`` to next-token
     logits ``[batch, pos, d_vocab]``; position ``t`` sees tokens ``0..t`` only."""
@@ -143,15 +159,7 @@ class GPT(nn.Module):
             nn.init.normal_(self.pos.W_pos, std=std)
             if self.W_U is not None:
                 nn.init.normal_(self.W_U, std=std)
-            for block in self.blocks:
-                a, m = block.attn, block.mlp
-                for w in (a.W_Q, a.W_K, a.W_V, m.W_1):
-                    nn.init.normal_(w, std=std)
-                for w in (a.W_O, m.W_2):
-                    nn.init.normal_(w, std=std / math.sqrt(2 * self.config.n_layers))
-                for b in (a.b_Q, a.b_K, a.b_V, a.b_O, m.b_1, m.b_2):
-                    if b is not None:
-                        b.zero_()
+        init_blocks(self.blocks, std)
 
     @property
     def unembed(self) -> torch.Tensor:

@@ -23,14 +23,13 @@ width whose parameter count is closest to a given one, so that the race is at eq
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from transformer_lab.checks import check_token_range, int_at_least, one_of, positive_int
-from transformer_lab.models.gpt import GPTBlock
+from transformer_lab.models.gpt import GPTBlock, init_blocks
 from transformer_lab.nn.masks import causal_mask
 from transformer_lab.nn.norms import LayerNorm
 from transformer_lab.nn.positions import LearnedPositions
@@ -88,19 +87,11 @@ class RecallLM(nn.Module):
             self.read_out = nn.Linear(d, c.n_values)
 
     def _init_gpt(self, std: float = 0.02) -> None:
-        """GPT-2's initialisation, as :meth:`GPT.reset_parameters
-        <transformer_lab.models.gpt.GPT.reset_parameters>` does it."""
+        """GPT-2's initialisation, as :class:`~transformer_lab.models.gpt.GPT` has it."""
         with torch.no_grad():
             for w in (self.E_key.weight, self.E_value.weight, self.pos.W_pos, self.W_U):
                 nn.init.normal_(w, std=std)
-            for block in self.blocks:
-                a, m = block.attn, block.mlp
-                for w in (a.W_Q, a.W_K, a.W_V, m.W_1):
-                    nn.init.normal_(w, std=std)
-                for w in (a.W_O, m.W_2):
-                    nn.init.normal_(w, std=std / math.sqrt(2 * len(self.blocks)))
-                for b in (a.b_Q, a.b_K, a.b_V, a.b_O, m.b_1, m.b_2):
-                    b.zero_()
+        init_blocks(self.blocks, std)
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
