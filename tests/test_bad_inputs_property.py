@@ -59,6 +59,7 @@ from test_bad_inputs import public_callables
 import transformer_lab
 from transformer_lab.analysis import text_loss as TLOSS
 from transformer_lab.data import recall as RD
+from transformer_lab.models import gpt as GPT_MOD
 from transformer_lab.models import ngram as NG
 from transformer_lab.models import recall as RM
 from transformer_lab.nn import pooling as POOL
@@ -150,6 +151,8 @@ VALID = {
     "transformer_lab.training.finetune.fit_probe": lambda: (
         FT.fit_probe, (torch.randn(6, 3), ids(0, 1, 2, 0, 1, 2), 3),
         {"steps": 3, "lr": 0.01, "weight_decay": 0.01, "seed": 0}),
+    "transformer_lab.models.gpt.init_blocks": lambda: (
+        GPT_MOD.init_blocks, (gpt().blocks, 0.02), {}),
     "transformer_lab.data.recall.RecallTask": lambda: (RD.RecallTask, (), {"n_keys": 8}),
     "transformer_lab.models.recall.RecallConfig": lambda: (RM.RecallConfig, ("gru",), {}),
     "transformer_lab.models.recall.RecallLM": lambda: (

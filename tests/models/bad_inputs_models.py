@@ -488,3 +488,6 @@ case(
     ValueError,
     "valid_ids must be in [0, 6), got values from 0 to 9",
 )
+
+case(GP.init_blocks, lambda: GP.init_blocks([1, 2], 0.02), TypeError, "blocks must be")
+case(GP.init_blocks, lambda: GP.init_blocks(gpt().blocks, 0.0), ValueError, "std")

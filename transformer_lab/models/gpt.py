@@ -113,6 +113,8 @@ def init_blocks(blocks: nn.ModuleList, std: float) -> None:
     """GPT-2's initialisation of a stack of blocks: every weight matrix ``N(0, std^2)``, the
     two that write into the residual stream (``W_O``, ``W_2``) scaled down by
     ``1/sqrt(2 n_layers)``, biases zero."""
+    instance_of(blocks, nn.ModuleList, "blocks", "an nn.ModuleList of blocks")
+    finite_number(std, "std", above=0)
     with torch.no_grad():
         for block in blocks:
             a, m = block.attn, block.mlp
