@@ -64,6 +64,7 @@ from transformer_lab.models import ngram as NG
 from transformer_lab.models import recall as RM
 from transformer_lab.nn import pooling as POOL
 from transformer_lab.nn.functional import at_least_float32
+from transformer_lab.pretrained import book_gpt as BOOK_GPT
 from transformer_lab.training import recall as RT
 
 PACKAGE = str(Path(transformer_lab.__file__).resolve().parent)
@@ -100,6 +101,9 @@ def _recall_batch():
 # name -> () -> (callable, args, kwargs): one valid call each, on small inputs
 VALID = {
     "transformer_lab.checks.positive_int": lambda: (CHECKS.positive_int, (3, "n"), {}),
+    "transformer_lab.pretrained.book_gpt.quantize_rows": lambda: (
+        BOOK_GPT.quantize_rows,
+        (torch.randn(3, 4),), {}),
     "transformer_lab.checks.non_negative_int": lambda: (CHECKS.non_negative_int, (0, "n"), {}),
     "transformer_lab.checks.integer": lambda: (CHECKS.integer, (3, "n"), {"minimum": 1}),
     "transformer_lab.checks.seed_int": lambda: (CHECKS.seed_int, (7,), {}),
@@ -503,6 +507,7 @@ SKIPPED = {
     "transformer_lab.training.word_bert.pretrain_word_bert": _R8,
     "transformer_lab.training.word_bert.shakespeare_words": _R8,
     "transformer_lab.training.word_bert.word_mlm_report": _R8,
+    "transformer_lab.training.word_bert.blank_fill_report": _R8,
     "transformer_lab.training.toy.position_accuracy": _R8,
     "transformer_lab.training.toy.toy_loss": _R8,
     "transformer_lab.training.toy.train_toy": _R8,

@@ -46,6 +46,7 @@ from transformer_lab.pretrained import book_gpt
 from transformer_lab.training.gpt import TrainRecipe, evaluate_lm, train_gpt
 
 SEED, EVALS = 0, 8
+FIRST_WINDOWS = 32  # windows of held-out text of the gpu rung that a quick test re-scores
 OUT = book_gpt.DATA_DIR / "gpt_ladder"
 RUNGS: dict[str, tuple[dict, TrainRecipe]] = {
     "small": (
@@ -108,16 +109,89 @@ def train_rung(name: str, train_ids, val_ids, steps: int | None = None) -> tuple
     return model.eval(), record
 
 
+def import_device_run(folder: Path, val_ids, tok, out: Path) -> dict:
+    """The ``gpu`` rung: a run of the ``gpu`` preset made on a GPU by
+    ``python -m transformer_lab.training.train_gpt --preset gpu --bf16 --eval-every 500``,
+    whose ``summary.json`` and float16 weights (``gpu_a.safetensors`` and
+    ``gpu_b.safetensors``, the state dict cut in two) lie in ``folder``. Its weights are
+    re-scored here on the CPU in float32, stored in int8 with one scale per row (a quarter
+    of float32's bytes) and scored again as stored; the record keeps the GPU's curve
+    (steps, characters, training seconds on the GPU, held-out loss there) and all three
+    losses."""
+    from safetensors.torch import load_file
+
+    summary = json.loads((folder / "gpu_summary.json").read_text())
+    state = {}
+    for part in ("gpu_a", "gpu_b"):
+        state.update(load_file(str(folder / f"{part}.safetensors")))
+    model = GPT(GPTConfig(**{k: v for k, v in summary["config"].items() if not k.startswith("_")}))
+    model.load_state_dict({k: v.float() for k, v in state.items()})
+    model.eval()
+    recipe, n_ctx = summary["recipe"], model.config.n_ctx
+    began = time.perf_counter()
+    from_float16 = evaluate_lm(model, val_ids, batch_size=16, n_ctx=n_ctx)
+    scoring = time.perf_counter() - began
+    seconds = [sum(summary["step_seconds"][:step]) for step, _ in summary["evals"]]
+    record = {
+        "rung": "gpu",
+        "recipe": recipe,
+        "seed": summary["seed"],
+        "parameters": model.num_params(),
+        "steps": summary["steps"],
+        "chars_seen": summary["steps"] * recipe["batch_size"] * n_ctx,
+        "training_seconds": seconds[-1],
+        "held_out_loss": summary["evals"][-1][1],
+        "final_train_loss": summary["final_train_loss"],
+        "curve": [
+            {
+                "step": step,
+                "chars": step * recipe["batch_size"] * n_ctx,
+                "seconds": sec,
+                "held_out_loss": loss,
+            }
+            for (step, loss), sec in zip(summary["evals"], seconds, strict=True)
+        ],  # fmt: skip
+        "device": "NVIDIA H200 (one GPU), bfloat16 autocast",
+        "trained_on_gpu": True,
+        "held_out_loss_cpu_float16_weights": from_float16,
+        "cpu_scoring_seconds": scoring,
+        "storage": "int8",
+        "torch_on_device": "2.11.0+cu130",
+        "script": "python -m transformer_lab.training.train_gpt --preset gpu --bf16 "
+        "--eval-every 500, then scripts/experiments/gpt_ladder.py --from-device",
+    }
+    book_gpt.save_book_gpt(model, tok, record, out / "gpu", storage="int8")
+    stored, _ = book_gpt.load_book_gpt(directory=out / "gpu")
+    record["held_out_loss_cpu_int8_weights"] = evaluate_lm(
+        stored, val_ids, batch_size=16, n_ctx=n_ctx
+    )
+    first = FIRST_WINDOWS * n_ctx + 1  # a prefix that a quick test re-scores
+    record["int8_prefix"] = {
+        "chars": first,
+        "held_out_loss": evaluate_lm(stored, val_ids[:first], batch_size=16, n_ctx=n_ctx),
+    }
+    book_gpt.save_book_gpt(model, tok, record, out / "gpu", storage="int8")
+    print({k: v for k, v in record.items() if k != "curve"}, flush=True)
+    return record
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rungs", nargs="+", choices=list(RUNGS), default=list(RUNGS))
     parser.add_argument("--out", type=Path, default=OUT, help="directory to write")
+    parser.add_argument(
+        "--from-device", type=Path, default=None, help="a GPU run's folder (import_device_run)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     tok = shakespeare.char_tokenizer()
     train_ids, val_ids = shakespeare.encode_splits(tok)
     summary_path = args.out / "ladder.json"
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    if args.from_device is not None:
+        summary["gpu"] = import_device_run(args.from_device, val_ids, tok, args.out)
+        summary_path.write_text(json.dumps(summary, indent=1) + "\n")
+        return summary
     for name in args.rungs:
         model, record = train_rung(name, train_ids, val_ids)
         book_gpt.save_book_gpt(model.half(), tok, record, args.out / name)

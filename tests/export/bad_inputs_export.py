@@ -5,11 +5,14 @@ Each case: a callable, a call that must fail, the error type and a fragment of t
 message (run by ``tests/test_bad_inputs.py``)."""
 
 import onnx
+import torch
 from bad_input_support import bert, case, gpt, ids, np, wordpiece
 
+from transformer_lab.data.tokenizers import CharTokenizer
 from transformer_lab.export import float16 as EXPORT_FLOAT16
 from transformer_lab.export import live as EXPORT_LIVE
 from transformer_lab.export import onnx as EXPORT_ONNX
+from transformer_lab.models.gpt import GPT, GPTConfig
 from transformer_lab.pretrained import book_gpt as BOOK_GPT
 
 NOWHERE = "/nonexistent-dir/model.onnx"  # never written: every case fails before writing
@@ -137,6 +140,27 @@ case(
     lambda: BOOK_GPT.save_book_gpt(None, None, {}),
     TypeError,
     "model must be a GPT, got NoneType",
+)
+case(
+    BOOK_GPT.save_book_gpt,
+    lambda: BOOK_GPT.save_book_gpt(
+        GPT(GPTConfig(d_vocab=3, n_ctx=4, n_layers=1, n_heads=1, d_model=4)),
+        CharTokenizer("abc"), {}, "/nonexistent-dir", storage="int4",
+    ),
+    ValueError,
+    "storage must be one of ('as-is', 'int8'), got 'int4'",
+)  # fmt: skip
+case(
+    BOOK_GPT.quantize_rows,
+    lambda: BOOK_GPT.quantize_rows(torch.zeros(3)),
+    ValueError,
+    "weight must be a 2-d float tensor, got torch.float32 (3,)",
+)
+case(
+    BOOK_GPT.quantize_rows,
+    lambda: BOOK_GPT.quantize_rows([[1.0]]),
+    TypeError,
+    "weight must be a tensor, got list",
 )
 case(
     BOOK_GPT.book_gpt_info,

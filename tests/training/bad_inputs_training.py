@@ -611,6 +611,8 @@ for target, thunk, error, fragment in [
      "sequences must hold at least one pair of neighbours"),
     (WB.word_mlm_report, lambda: WB.word_mlm_report(None, None, None), TypeError,
      "batch must be a PretrainingBatch, got NoneType"),
+    (WB.blank_fill_report, lambda: WB.blank_fill_report(None, None, None), TypeError,
+     "batch must be a PretrainingBatch, got NoneType"),
     (WB.WordBertRecipe, lambda: WB.WordBertRecipe(mask_prob=1.0), ValueError,
      "mask_prob must be below 1, got 1.0"),
     (WB.WordBertRecipe, lambda: WB.WordBertRecipe(d_model=100, n_heads=3), ValueError,

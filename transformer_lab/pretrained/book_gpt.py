@@ -25,7 +25,7 @@ from transformer_lab.device import check_device
 from transformer_lab.models.gpt import GPT, GPTConfig
 from transformer_lab.pretrained.tokenizers import _require
 
-__all__ = ["save_book_gpt", "book_gpt_info", "load_book_gpt"]
+__all__ = ["save_book_gpt", "book_gpt_info", "load_book_gpt", "quantize_rows", "STORAGES"]
 
 DATA_DIR = Path(__file__).parent.parent / "assets"
 WEIGHTS, INFO = "gpt_book_cpu.safetensors", "gpt_book_cpu.json"
@@ -36,15 +36,44 @@ def _config_fields(config: GPTConfig) -> dict:
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.init}
 
 
+STORAGES = ("as-is", "int8")
+_SCALE = ".row_scale"  # suffix of the per-row scales of a matrix stored in int8
+
+
+def quantize_rows(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric int8 with one float32 scale per row: ``(q, scale)`` with
+    ``weight ~= q * scale[:, None]`` and ``|q| <= 127`` (an all-zero row gets scale 1)."""
+    instance_of(weight, torch.Tensor, "weight", "a tensor")
+    if weight.dim() != 2 or not weight.is_floating_point():
+        raise ValueError(
+            f"weight must be a 2-d float tensor, got {weight.dtype} {tuple(weight.shape)}"
+        )
+    w = weight.detach().float().cpu()
+    scale = w.abs().amax(1) / 127
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    return torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8), scale
+
+
 def save_book_gpt(
-    model: GPT, tokenizer: CharTokenizer, info: dict, directory: str | os.PathLike | None = None
+    model: GPT,
+    tokenizer: CharTokenizer,
+    info: dict,
+    directory: str | os.PathLike | None = None,
+    storage: str = "as-is",
 ) -> Path:
     """Write ``model``'s weights and a JSON of its config, ``tokenizer``'s characters and
     ``info`` (recipe, seed, held-out loss ...) to ``directory`` (default: ``book_gpt`` in the
-    cache folder; :data:`DATA_DIR` replaces the shipped files) and return the folder."""
+    cache folder; :data:`DATA_DIR` replaces the shipped files) and return the folder.
+
+    ``storage="as-is"`` keeps each tensor's dtype (call ``model.half()`` first for float16);
+    ``"int8"`` stores every matrix as int8 with one float32 scale per row
+    (:func:`quantize_rows`) and the vectors in float16, about a quarter of float32's bytes.
+    :func:`load_book_gpt` reads either back into float32."""
     instance_of(model, GPT, "model")
     instance_of(tokenizer, CharTokenizer, "tokenizer")
     instance_of(info, dict, "info", "a dict (written as JSON)")
+    if storage not in STORAGES:
+        raise ValueError(f"storage must be one of {STORAGES}, got {storage!r}")
     if tokenizer.vocab_size != model.config.d_vocab:
         raise ValueError(
             f"the tokenizer has {tokenizer.vocab_size} characters but the model "
@@ -52,11 +81,21 @@ def save_book_gpt(
         )
     safetensors_torch = _require("safetensors.torch", "safetensors")
     record = {"config": _config_fields(model.config), "vocab": list(tokenizer.itos), **info}
+    if storage != "as-is":
+        record["storage"] = storage
     try:
         text = json.dumps(record, indent=1, ensure_ascii=False) + "\n"
     except (TypeError, ValueError) as err:
         raise TypeError(f"info must hold only values JSON can write: {err}") from err
     weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    if storage == "int8":
+        stored = {}
+        for name, t in weights.items():
+            if t.dim() == 2 and t.is_floating_point():
+                stored[name], stored[name + _SCALE] = quantize_rows(t)
+            else:
+                stored[name] = t.half() if t.is_floating_point() else t
+        weights = stored
     data = safetensors_torch.save(weights)
     directory = cache_dir() / "book_gpt" if directory is None else Path(directory)
     write_atomically(directory / WEIGHTS, lambda file: file.write(data))
@@ -83,7 +122,20 @@ def load_book_gpt(
     device = None if device is None else check_device(device)
     info = book_gpt_info(directory)
     model = GPT(GPTConfig(**info["config"]))
-    safetensors_torch.load_model(model, str(Path(directory) / WEIGHTS))
+    path = str(Path(directory) / WEIGHTS)
+    storage = info.get("storage", "as-is")
+    if storage == "int8":
+        stored = safetensors_torch.load_file(path)
+        state = {
+            k: (v.float() * stored[k + _SCALE][:, None]) if k + _SCALE in stored else v.float()
+            for k, v in stored.items()
+            if not k.endswith(_SCALE)
+        }
+        model.load_state_dict(state)
+    elif storage == "as-is":
+        safetensors_torch.load_model(model, path)
+    else:
+        raise ValueError(f"{INFO} names an unknown storage {storage!r}; expected one of {STORAGES}")
     tokenizer = CharTokenizer("".join(info["vocab"]))
     if tokenizer.itos != list(info["vocab"]):
         raise ValueError(f"{INFO} lists its characters out of order or twice")

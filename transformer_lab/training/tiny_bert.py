@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -282,12 +282,16 @@ def pretrain_tiny_bert(
     stop_after: int | None = None,
     progress: bool = False,
     eval_every: int | None = None,
+    eval_fn: Callable[[BertForPreTraining], float] | None = None,
+    device: str | torch.device = "cpu",
 ) -> tuple[BertForPreTraining, TrainResult]:
-    """Pretrain a BERT on the training plays with ``recipe`` on one CPU thread.
+    """Pretrain a BERT on the training plays with ``recipe``, on one CPU thread by default.
 
     ``stop_after`` stops after that many steps of the same run (the learning-rate schedule
     still spans ``recipe.steps``), so its first steps equal those of the full run.
-    ``eval_every`` records :func:`masked_lm_report`'s word accuracy on the held-out batch.
+    ``eval_every`` records :func:`masked_lm_report`'s word accuracy on the held-out batch,
+    or ``eval_fn(model)`` when one is given. ``device`` (``"cuda"`` for a GPU) changes where
+    the steps run, not the batches: they are drawn on the CPU from the same generator.
     """
     recipe = TinyBertRecipe() if recipe is None else recipe
     instance_of(recipe, TinyBertRecipe, "recipe")
@@ -308,13 +312,13 @@ def pretrain_tiny_bert(
         steps=steps,
         optimizer=optimizer,
         lr_schedule=recipe.lr_factor,
-        device="cpu",
+        device=device,
         progress=progress,
         desc="pretraining a tiny BERT",
-        eval_fn=(lambda m: masked_lm_report(m, val, corpus)["word_accuracy"])
+        eval_fn=(eval_fn or (lambda m: masked_lm_report(m, val, corpus)["word_accuracy"]))
         if eval_every
         else None,
         eval_every=eval_every,
-        threads=1,
+        threads=1 if torch.device(device).type == "cpu" else None,
     )
     return model.eval(), run

@@ -39,7 +39,11 @@ from transformer_lab.device import evaluating
 from transformer_lab.models.bert import BertConfig, BertForPreTraining
 from transformer_lab.training.loop import TrainResult, train
 from transformer_lab.training.schedules import warmup_cosine
-from transformer_lab.training.tiny_bert import _check_recipe_fields
+from transformer_lab.training.tiny_bert import (
+    ShakespeareCorpus,
+    _check_recipe_fields,
+    word_tokens,
+)
 
 __all__ = [
     "ShakespeareWords",
@@ -49,6 +53,7 @@ __all__ = [
     "word_mlm_report",
     "WordBertRecipe",
     "pretrain_word_bert",
+    "blank_fill_report",
 ]
 
 
@@ -295,3 +300,47 @@ def pretrain_word_bert(
         threads=1,
     )
     return model.eval(), run
+
+
+@torch.no_grad()
+def blank_fill_report(
+    model: BertForPreTraining | None,
+    batch: PretrainingBatch,
+    corpus: ShakespeareCorpus,
+    table: NeighbourCounts | None = None,
+) -> dict[str, float]:
+    """How often the blanks of ``batch`` are filled right, on the WordPiece tokens of
+    chapter 12's tiny BERT: only the hidden positions shown as ``[MASK]`` that hold a word
+    token (:func:`~transformer_lab.training.tiny_bert.word_tokens`) count. A dict of:
+
+    - ``model``: the share where ``model``'s top guess is the hidden token (with a model);
+    - ``table``: the same for ``table``'s top guess (with a table of neighbour counts built
+      on the corpus's training ids);
+    - ``the``: the share that always answering *the* gets;
+    - ``n``: how many blanks were counted.
+    """
+    instance_of(batch, PretrainingBatch, "batch")
+    instance_of(corpus, ShakespeareCorpus, "corpus")
+    if model is not None:
+        instance_of(model, BertForPreTraining, "model")
+    if table is not None:
+        instance_of(table, NeighbourCounts, "table")
+    tok = corpus.tokenizer
+    hidden = batch.labels != IGNORE_INDEX
+    blank = (batch.input_ids == tok.mask_id)[hidden] & word_tokens(tok)[batch.labels[hidden]]
+    target = batch.labels[hidden][blank]
+    report = {"the": (target == tok.token_to_id("the")).float().mean().item(), "n": len(target)}
+    if model is not None:
+        if model.config.d_vocab != tok.vocab_size:
+            raise ValueError(
+                f"model has d_vocab={model.config.d_vocab}, the corpus's tokenizer {tok.vocab_size}"
+            )
+        b = batch.to(next(model.parameters()).device)
+        with evaluating(model):
+            logits = model(b.input_ids, b.attention_mask, b.segment_ids).mlm_logits
+        guess = logits[hidden.to(logits.device)].argmax(-1).cpu()[blank]
+        report["model"] = (guess == target).float().mean().item()
+    if table is not None:
+        guess = table.log_scores(batch.input_ids, batch.labels).argmax(-1)[blank]
+        report["table"] = (guess == target).float().mean().item()
+    return report
