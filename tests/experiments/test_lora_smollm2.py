@@ -1,7 +1,8 @@
 """Chapter 16's results come from ``scripts/experiments/lora_smollm2.py`` (its JSON in
 ``transformer_lab/assets/lora_smollm2.json`` and seed 0's adapters): the table's margins
 are checked for every seed, and one point is re-derived here: seed 0's zero-shot and
-5-shot exact match, and the first 4 LoRA losses of seed 0 (about a minute on one thread).
+5-shot exact match, and its first LoRA losses. By default on the first 25 test prompts and
+2 steps (about 10 s on one thread); all 100 and 4 steps with ``TRANSFORMER_LAB_SLOW=1``.
 
 Training is deterministic on one processor; another may add floating-point numbers in
 another order, so the losses are held to 1e-3. The baselines are greedy and re-derived
@@ -49,27 +50,57 @@ def test_the_table_backs_the_chapter():
     assert {"lora_1", "lora_2", "full_1", "full_2"} <= set(results["speed"])
 
 
+FAST_TEST = 25  # the short form's test prompts: the first 25 of the 100
+
+
+def _baseline_counts(model, tok, script, split, n: int) -> tuple[int, int]:
+    """How many of the first ``n`` test prompts the model answers right, zero-shot and with
+    the 5 worked examples."""
+    from transformer_lab.data import german_numbers as G
+    from transformer_lab.training.lora import greedy_answers
+
+    prompts = [G.prompt(p.words) for p in split.test[:n]]
+    numbers = [p.number for p in split.test[:n]]
+    zero = script.lenient(greedy_answers(model, tok, prompts), numbers)
+    prefix = G.few_shot_prefix(split.train[:5])
+    five = script.lenient(greedy_answers(model, tok, prompts, prefix=prefix), numbers)
+    return round(zero * n), round(five * n)
+
+
 @needs_smollm2
 @pytest.mark.usefixtures("one_thread")
-def test_seed_0_is_re_derived():
+@pytest.mark.parametrize(
+    "fast", [pytest.param(True, id="fast"), pytest.param(False, id="full", marks=pytest.mark.slow)]
+)
+def test_seed_0_is_re_derived(smollm2_model, fast, monkeypatch):
+    """The short form answers the first FAST_TEST test prompts: right on at most as many as
+    the record's score over all 100 allows, and on at least as many as the other 75 cannot
+    account for; then 2 LoRA steps against the record's first 2 losses. The full form:
+    all 100 prompts exactly, and 4 steps. The exact match that training measures after its
+    last step is not compared with anything, so the short form skips its 100 answers."""
+    import copy
+
     import torch
 
     from transformer_lab.data import german_numbers as G
-    from transformer_lab.pretrained.smollm2 import smollm2
-    from transformer_lab.training.lora import greedy_answers
 
     script = load_script("experiments/lora_smollm2")
     seed0 = _results()["seeds"][0]
-    model, tok = smollm2()
+    model, tok = smollm2_model
     split = G.german_number_split(script.N_TRAIN, script.N_TEST, 0)
-    prompts = [G.prompt(p.words) for p in split.test]
-    numbers = [p.number for p in split.test]
-    assert script.lenient(greedy_answers(model, tok, prompts), numbers) == seed0["zero_shot"]
-    prefix = G.few_shot_prefix(split.train[:5])
-    five = script.lenient(greedy_answers(model, tok, prompts, prefix=prefix), numbers)
-    assert five == seed0["few_shot_5"]
+    n = FAST_TEST if fast else script.N_TEST
+    zero, five = _baseline_counts(model, tok, script, split, n)
+    for got, score in ((zero, seed0["zero_shot"]), (five, seed0["few_shot_5"])):
+        recorded = round(score * script.N_TEST)  # right answers among all the test prompts
+        assert recorded - (script.N_TEST - n) <= got <= recorded, (got, score)
+    steps = 2 if fast else 4
+    if fast:
+        monkeypatch.setattr(
+            script, "greedy_answers", lambda model, tok, prompts: [""] * len(prompts)
+        )
     torch.manual_seed(0)
     run = script.lora_run(
-        model, tok, split, 0, steps=4, progress=False, schedule_steps=script.STEPS
-    )
-    torch.testing.assert_close(run.losses, seed0["losses"][:4], rtol=0, atol=1e-3)
+        copy.deepcopy(model), tok, split, 0, steps=steps, progress=False,
+        schedule_steps=script.STEPS,
+    )  # fmt: skip
+    torch.testing.assert_close(run.losses, seed0["losses"][:steps], rtol=0, atol=1e-3)

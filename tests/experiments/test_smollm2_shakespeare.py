@@ -48,13 +48,12 @@ def test_the_record_covers_the_held_out_text():
 
 @needs_smollm2
 @pytest.mark.usefixtures("one_thread")
-def test_the_first_2000_characters_are_re_derived():
+def test_the_first_2000_characters_are_re_derived(smollm2_model):
     from transformer_lab.analysis.text_loss import text_loss
-    from transformer_lab.pretrained.smollm2 import smollm2
 
     results, script = _results(), load_script("experiments/smollm2_shakespeare")
     _, text = script.held_out()
-    model, tok = smollm2()
+    model, tok = smollm2_model  # loaded once per run (tests/conftest.py)
     piece = text[: script.SLICE_CHARS]
     got = text_loss(model, tok, piece, script.WINDOW, script.STRIDE, script.START_ID)
     want = results["slice"]
