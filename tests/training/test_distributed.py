@@ -18,8 +18,9 @@ RUN = ["--preset", "book-cpu", "--batch-size", "8", "--eval-tokens", "2000", "--
 RUN += ["--no-progress", "--device", "cpu", "--threads", "1"]
 
 
-def _launch(out, steps: int, nproc: int, *extra: str) -> None:
-    """Run ``python -m transformer_lab.training.train_gpt`` in one process or under torchrun."""
+def _start(out, steps: int, nproc: int, *extra: str) -> subprocess.Popen:
+    """Start ``python -m transformer_lab.training.train_gpt`` in one process or under
+    torchrun."""
     if nproc == 1:
         cmd = [sys.executable, "-m", "transformer_lab.training.train_gpt"]
     else:
@@ -27,17 +28,30 @@ def _launch(out, steps: int, nproc: int, *extra: str) -> None:
         cmd += [f"--nproc_per_node={nproc}", "-m", "transformer_lab.training.train_gpt"]
     cmd += RUN + ["--steps", str(steps), "--out", str(out), *extra]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _wait(*started: subprocess.Popen) -> None:
+    for process in started:
+        try:
+            out, err = process.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, err = process.communicate()
+        assert process.returncode == 0, out[-3000:] + err[-3000:]
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """The three runs that do not depend on each other start together (most of each is
+    starting Python and importing torch); the resumption waits for its interrupted run."""
     root = tmp_path_factory.mktemp("ddp")
-    _launch(root / "one", 5, 1)
-    _launch(root / "two", 5, 2)
-    _launch(root / "two_resumed", 5, 2, "--until", "3")  # interrupted after 3 steps
-    _launch(root / "two_resumed", 5, 2, "--resume")
+    _wait(
+        _start(root / "one", 5, 1),
+        _start(root / "two", 5, 2),
+        _start(root / "two_resumed", 5, 2, "--until", "3"),  # interrupted after 3 steps
+    )
+    _wait(_start(root / "two_resumed", 5, 2, "--resume"))
     return {
         name: load_checkpoint(root / name / "checkpoint.pt")
         for name in ("one", "two", "two_resumed")
