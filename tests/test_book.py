@@ -25,6 +25,20 @@ references = load_script("site/references")
 cells, in_sync = sync_notebooks.cells, sync_notebooks.in_sync
 is_notebook, toc_files = sync_notebooks.is_notebook, sync_notebooks.toc_files
 
+
+@pytest.fixture(scope="module", autouse=True)
+def _pybtex_finds_each_plugin_once():
+    """pybtex looks its output backend up among every installed package's entry points each
+    time a piece of text is rendered (about 0.01 s, 1,245 times for the references page):
+    the lookup is cached for this module, with the same answers."""
+    import functools
+
+    plugin = pytest.importorskip("pybtex.plugin")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plugin, "find_plugin", functools.lru_cache(maxsize=None)(plugin.find_plugin))
+        yield
+
+
 HEADER = """\
 ---
 jupytext:
