@@ -79,3 +79,63 @@ def test_the_script_trains_the_shipped_model_again(shipped):
     model, record = load_script("experiments/train_book_gpt").train()
     assert abs(record["held_out_loss"] - book_gpt_info()["held_out_loss"]) < 2e-3, record
     assert 1.75 < record["held_out_loss"] < 1.88
+
+
+def _tiny_gpt():
+    from transformer_lab.data.tokenizers import CharTokenizer
+    from transformer_lab.models.gpt import GPTConfig
+
+    torch.manual_seed(0)
+    return GPT(GPTConfig(d_vocab=3, n_ctx=4, n_layers=1, n_heads=1, d_model=8)), CharTokenizer(
+        "abc"
+    )
+
+
+@pytest.mark.parametrize("storage", ["as-is", "int8"])
+def test_save_then_load_gives_the_model_back(tmp_path, storage):
+    model, tok = _tiny_gpt()
+    save_book_gpt(model, tok, {"note": 1}, tmp_path, storage=storage)
+    back, back_tok = load_book_gpt(directory=tmp_path)
+    assert back_tok.itos == tok.itos and back.config == model.config
+    atol = 0 if storage == "as-is" else 1e-2  # int8: a 127th of each row's largest weight
+    for (name, a), (_, b) in zip(
+        model.state_dict().items(), back.state_dict().items(), strict=True
+    ):
+        torch.testing.assert_close(b, a, atol=atol, rtol=0, msg=name)
+
+
+@pytest.mark.parametrize("key", ["vocab", "config", "storage"])
+def test_info_may_not_replace_what_the_saver_writes(tmp_path, key):
+    model, tok = _tiny_gpt()
+    with pytest.raises(ValueError, match=f"info may not hold \\['{key}'\\]"):
+        save_book_gpt(model, tok, {key: "x"}, tmp_path)
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_a_nan_in_info_is_refused_before_writing(tmp_path):
+    model, tok = _tiny_gpt()
+    with pytest.raises(ValueError, match="only finite numbers"):
+        save_book_gpt(model, tok, {"held_out_loss": float("nan")}, tmp_path)
+    assert not list(tmp_path.iterdir())
+
+
+def test_damaged_folders_are_named_with_what_is_wrong(tmp_path):
+    import json
+
+    model, tok = _tiny_gpt()
+    save_book_gpt(model, tok, {}, tmp_path)
+    info_path, weights = tmp_path / "gpt_book_cpu.json", tmp_path / "gpt_book_cpu.safetensors"
+    info = json.loads(info_path.read_text())
+    info_path.write_text(json.dumps({**info, "vocab": info["vocab"][:-1]}))
+    with pytest.raises(ValueError, match="lists 2 characters for a model of d_vocab=3"):
+        load_book_gpt(directory=tmp_path)
+    info_path.write_text(json.dumps({**info, "config": {**info["config"], "n_wings": 2}}))
+    with pytest.raises(ValueError, match="holds a config GPTConfig refuses"):
+        load_book_gpt(directory=tmp_path)
+    info_path.write_text("{not json")
+    with pytest.raises(ValueError, match="gpt_book_cpu.json is damaged"):
+        load_book_gpt(directory=tmp_path)
+    info_path.write_text(json.dumps(info))
+    weights.write_bytes(weights.read_bytes()[:100])  # a truncated copy
+    with pytest.raises(ValueError, match="gpt_book_cpu.safetensors could not be loaded"):
+        load_book_gpt(directory=tmp_path)

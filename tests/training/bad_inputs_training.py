@@ -295,6 +295,8 @@ case(
 case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(d_model=130), ValueError, "d_model=130")
 
 case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(steps=0), ValueError, "steps must be positive")
+case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(steps=100), ValueError,
+     "warmup=200 is longer than steps=100")  # fmt: skip
 
 case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(batch=2.5), TypeError, "batch must be an int")
 
@@ -613,6 +615,8 @@ for target, thunk, error, fragment in [
      "batch must be a PretrainingBatch, got NoneType"),
     (WB.blank_fill_report, lambda: WB.blank_fill_report(None, None, None), TypeError,
      "batch must be a PretrainingBatch, got NoneType"),
+    (WB.WordBertRecipe, lambda: WB.WordBertRecipe(steps=10, warmup=20), ValueError,
+     "warmup=20 is longer than steps=10"),
     (WB.WordBertRecipe, lambda: WB.WordBertRecipe(mask_prob=1.0), ValueError,
      "mask_prob must be below 1, got 1.0"),
     (WB.WordBertRecipe, lambda: WB.WordBertRecipe(d_model=100, n_heads=3), ValueError,

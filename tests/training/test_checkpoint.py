@@ -278,3 +278,15 @@ def test_a_checkpoint_without_settings_loads_but_does_not_resume(tmp_path):
     assert load_checkpoint(path)["step"] == 2
     with pytest.raises(ValueError, match="saved without the settings of its run"):
         _lin_run(path, resume=True)
+
+
+def test_a_checkpoint_without_its_model_or_optimizer_is_named_damaged(tmp_path):
+    from transformer_lab.training.checkpoint import load_checkpoint
+
+    path = tmp_path / "bare.pt"
+    torch.save({"format": 2, "step": 0}, path)
+    with pytest.raises(ValueError, match="damaged checkpoint: it has no model, optimizer"):
+        load_checkpoint(path)
+    torch.save({"format": 2, "step": "0", "model": {}, "optimizer": {}}, path)
+    with pytest.raises(ValueError, match="'model' or 'step' has the wrong type"):
+        load_checkpoint(path)

@@ -74,6 +74,12 @@ def save_book_gpt(
     instance_of(info, dict, "info", "a dict (written as JSON)")
     if storage not in STORAGES:
         raise ValueError(f"storage must be one of {STORAGES}, got {storage!r}")
+    reserved = sorted(set(info) & {"config", "vocab", "storage"})
+    if reserved:
+        raise ValueError(
+            f"info may not hold {reserved}: the saver writes them from the model and the "
+            "tokenizer, and a copy in info would replace them"
+        )
     if tokenizer.vocab_size != model.config.d_vocab:
         raise ValueError(
             f"the tokenizer has {tokenizer.vocab_size} characters but the model "
@@ -84,8 +90,12 @@ def save_book_gpt(
     if storage != "as-is":
         record["storage"] = storage
     try:
-        text = json.dumps(record, indent=1, ensure_ascii=False) + "\n"
-    except (TypeError, ValueError) as err:
+        text = json.dumps(record, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError as err:  # NaN or infinity, which a browser's JSON.parse refuses
+        raise ValueError(
+            f"info must hold only finite numbers (a NaN or inf was found): {err}"
+        ) from err
+    except TypeError as err:
         raise TypeError(f"info must hold only values JSON can write: {err}") from err
     weights = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     if storage == "int8":
@@ -103,27 +113,13 @@ def save_book_gpt(
     return directory
 
 
-def book_gpt_info(directory: str | os.PathLike = DATA_DIR) -> dict:
-    """The JSON written beside the shipped checkpoint: config, vocab, recipe, seed, loss."""
-    instance_of(directory, (str, os.PathLike), "directory", "a folder path")
-    path = Path(directory) / INFO
-    if not path.is_file():
-        raise ValueError(f"no {INFO} in {directory}; run scripts/experiments/train_book_gpt.py")
-    return json.loads(path.read_text(encoding="utf-8"))
+_GOOD_COPY = (
+    "reinstall the package for the shipped files, or save the model again with save_book_gpt"
+)
 
 
-def load_book_gpt(
-    device: torch.device | str | None = None, directory: str | os.PathLike = DATA_DIR
-) -> tuple[GPT, CharTokenizer]:
-    """The shipped chapter-13 GPT, in eval mode, and its character tokenizer:
-    ``(model, tokenizer)``. The tokenizer has the chapter's ids (the characters of all
-    plays, sorted) and refuses a character outside them, as the chapter's does."""
-    safetensors_torch = _require("safetensors.torch", "safetensors")
-    device = None if device is None else check_device(device)
-    info = book_gpt_info(directory)
-    model = GPT(GPTConfig(**info["config"]))
-    path = str(Path(directory) / WEIGHTS)
-    storage = info.get("storage", "as-is")
+def _load_weights(model: GPT, path: str, storage: str, safetensors_torch) -> None:
+    """Read ``path`` into ``model``: as stored, or int8 matrices times their row scales."""
     if storage == "int8":
         stored = safetensors_torch.load_file(path)
         state = {
@@ -135,7 +131,52 @@ def load_book_gpt(
     elif storage == "as-is":
         safetensors_torch.load_model(model, path)
     else:
-        raise ValueError(f"{INFO} names an unknown storage {storage!r}; expected one of {STORAGES}")
+        raise ValueError(f"unknown storage {storage!r}; expected one of {STORAGES}")
+
+
+def book_gpt_info(directory: str | os.PathLike = DATA_DIR) -> dict:
+    """The JSON written beside the shipped checkpoint: config, vocab, recipe, seed, loss."""
+    instance_of(directory, (str, os.PathLike), "directory", "a folder path")
+    path = Path(directory) / INFO
+    if not path.is_file():
+        raise ValueError(f"no {INFO} in {directory}; run scripts/experiments/train_book_gpt.py")
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is damaged (not JSON: {err}); {_GOOD_COPY}") from err
+    if not isinstance(info, dict) or not {"config", "vocab"} <= set(info):
+        raise ValueError(f"{path} is damaged: it lacks 'config' or 'vocab'; {_GOOD_COPY}")
+    return info
+
+
+def load_book_gpt(
+    device: torch.device | str | None = None, directory: str | os.PathLike = DATA_DIR
+) -> tuple[GPT, CharTokenizer]:
+    """The shipped chapter-13 GPT, in eval mode, and its character tokenizer:
+    ``(model, tokenizer)``. The tokenizer has the chapter's ids (the characters of all
+    plays, sorted) and refuses a character outside them, as the chapter's does."""
+    safetensors_torch = _require("safetensors.torch", "safetensors")
+    device = None if device is None else check_device(device)
+    info = book_gpt_info(directory)
+    where = Path(directory) / INFO
+    try:
+        config = GPTConfig(**info["config"])
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{where} holds a config GPTConfig refuses ({err}); {_GOOD_COPY}") from err
+    if len(info["vocab"]) != config.d_vocab:
+        raise ValueError(
+            f"{where} lists {len(info['vocab'])} characters for a model of d_vocab="
+            f"{config.d_vocab}: every id would shift; {_GOOD_COPY}"
+        )
+    model = GPT(config)
+    path = str(Path(directory) / WEIGHTS)
+    try:
+        _load_weights(model, path, info.get("storage", "as-is"), safetensors_torch)
+    except Exception as err:  # safetensors, torch and the format each fail in their own way
+        raise ValueError(
+            f"{path} could not be loaded into the model its {INFO} describes "
+            f"({str(err).splitlines()[0] if str(err) else type(err).__name__}); {_GOOD_COPY}"
+        ) from err
     tokenizer = CharTokenizer("".join(info["vocab"]))
     if tokenizer.itos != list(info["vocab"]):
         raise ValueError(f"{INFO} lists its characters out of order or twice")

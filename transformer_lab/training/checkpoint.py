@@ -162,6 +162,11 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
         ) from err
     if not isinstance(state, dict) or state.get("format") not in _READABLE:
         raise ValueError(f"{path} is not a transformer_lab checkpoint (format {FORMAT})")
+    missing = [key for key in ("model", "optimizer", "step") if key not in state]
+    if missing:
+        raise ValueError(f"{path} is a damaged checkpoint: it has no {', '.join(missing)}")
+    if not isinstance(state["model"], dict) or not isinstance(state["step"], int):
+        raise ValueError(f"{path} is a damaged checkpoint: 'model' or 'step' has the wrong type")
     return state
 
 

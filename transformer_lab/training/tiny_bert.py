@@ -71,6 +71,11 @@ def _check_recipe_fields(recipe) -> None:
             positive(value, f.name)
     if recipe.d_model % recipe.n_heads:
         raise ValueError(f"d_model={recipe.d_model} must be divisible by n_heads={recipe.n_heads}")
+    if recipe.warmup > recipe.steps:
+        raise ValueError(
+            f"warmup={recipe.warmup} is longer than steps={recipe.steps}: the learning rate "
+            "would never reach its peak"
+        )
 
 
 @dataclass(frozen=True)
@@ -239,6 +244,8 @@ def masked_lm_report(
             f"model has d_vocab={model.config.d_vocab}, the corpus's tokenizer "
             f"{corpus.tokenizer.vocab_size}"
         )
+    if not (batch.labels != IGNORE_INDEX).any():
+        raise ValueError("batch has no hidden positions to score (every label is IGNORE_INDEX)")
     b = batch.to(next(model.parameters()).device)
     with evaluating(model):
         out = model(b.input_ids, b.attention_mask, b.segment_ids)
