@@ -68,3 +68,58 @@ def test_a_read_only_folder_is_named_with_its_cause(tmp_path, monkeypatch):
 def test_check_writable_makes_the_folder_and_leaves_nothing(tmp_path):
     folder = check_writable(tmp_path / "a" / "b")
     assert folder.is_dir() and list(folder.iterdir()) == []
+
+
+def _ended_pid() -> int:
+    """The id of a process that has just ended on this machine."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_folder_lock_refuses_a_second_job_and_is_removed_after(tmp_path):
+    from transformer_lab.data.cache import LOCK_NAME, folder_lock
+
+    with folder_lock(tmp_path, "job one"):
+        assert (tmp_path / LOCK_NAME).is_file()
+        refused = pytest.raises(RuntimeError, match=r"is in use by job one \(process \d+ on ")
+        with refused, folder_lock(tmp_path, "job two"):
+            pass
+    assert not (tmp_path / LOCK_NAME).exists()
+
+
+def test_a_stale_lock_is_taken_over_and_its_leftovers_removed(tmp_path, capsys):
+    import json
+    import socket
+
+    from transformer_lab.data.cache import LOCK_NAME, folder_lock
+
+    dead = _ended_pid()
+    lock = tmp_path / LOCK_NAME
+    lock.write_text(json.dumps({"pid": dead, "host": socket.gethostname(), "started": 0}))
+    leftover = tmp_path / f"checkpoint.pt.{dead}-0123abcd.tmp"  # a killed save's temporary file
+    leftover.write_bytes(b"partial")
+    kept = tmp_path / "notes.tmp"  # not one of write_atomically's names: left alone
+    kept.write_text("mine")
+    with folder_lock(tmp_path):
+        assert json.loads(lock.read_text())["pid"] != dead
+    assert (
+        f"taking over the lock of a job that has ended (process {dead}" in capsys.readouterr().err
+    )
+    assert not leftover.exists() and kept.exists()
+
+
+def test_a_lock_from_another_host_is_refused_with_how_to_clear_it(tmp_path):
+    import json
+
+    from transformer_lab.data.cache import LOCK_NAME, folder_lock
+
+    (tmp_path / LOCK_NAME).write_text(json.dumps({"pid": 1, "host": "elsewhere", "started": 0}))
+    refused = pytest.raises(
+        RuntimeError, match=f"if that job is over, delete {tmp_path / LOCK_NAME}"
+    )
+    with refused, folder_lock(tmp_path):
+        pass

@@ -31,6 +31,12 @@ case(
 )
 
 case(
+    CACHE.folder_lock,
+    lambda: CACHE.folder_lock(3).__enter__(),
+    TypeError,
+    "folder must be a folder path, got int",
+)
+case(
     CACHE.check_writable,
     lambda: CACHE.check_writable(3),
     TypeError,

@@ -99,3 +99,41 @@ def test_a_half_configured_launch_does_not_train_alone(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="MASTER_ADDR, MASTER_PORT are missing"):
         _main(tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_two_runs_on_one_folder_the_second_is_refused_and_a_killed_one_is_taken_over(tmp_path):
+    """A run holds its --out; a second run at the same time is refused naming the first; after
+    the first is killed (SIGKILL: no clean-up), the next run takes the folder over."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from transformer_lab.data.cache import LOCK_NAME
+
+    def command(steps):
+        return [sys.executable, "-m", "transformer_lab.training.train_gpt", "--preset", "book-cpu",
+                "--steps", str(steps), "--device", "cpu", "--threads", "1", "--eval-every", "0",
+                "--sample", "0", "--no-progress", "--out", str(tmp_path)]  # fmt: skip
+
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    first = subprocess.Popen(command(100000), env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / LOCK_NAME).exists():
+            assert first.poll() is None and time.monotonic() < deadline, (
+                "the first run did not start"
+            )
+            time.sleep(0.2)
+        second = subprocess.run(command(2), env=env, capture_output=True, text=True, timeout=300)
+        assert second.returncode != 0
+        assert f"is in use by train_gpt (process {first.pid} on " in second.stderr, second.stderr
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    third = subprocess.run(command(2), env=env, capture_output=True, text=True, timeout=300)
+    assert third.returncode == 0, third.stderr
+    assert f"taking over the lock of a job that has ended (process {first.pid}" in third.stderr
+    assert not (tmp_path / LOCK_NAME).exists() and (tmp_path / "summary.json").is_file()

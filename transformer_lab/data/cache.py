@@ -17,16 +17,22 @@ reported as an ``OSError`` that names the file and the cause in words.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import json
 import os
+import re
 import secrets
-from collections.abc import Callable
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from transformer_lab.checks import instance_of
 
-__all__ = ["cache_dir", "write_atomically", "check_writable"]
+__all__ = ["cache_dir", "write_atomically", "check_writable", "folder_lock", "LOCK_NAME"]
 
 CACHE_HINT = "; set TRANSFORMER_LAB_CACHE to a writable folder with free space"
 
@@ -148,3 +154,77 @@ def check_writable(folder: str | os.PathLike, *, hint: str = "") -> Path:
     except OSError as err:
         raise _disk_error(err, folder, "write in", hint) from err
     return folder
+
+
+LOCK_NAME = ".run.lock"
+_TMP = re.compile(r"\.(\d+)-[0-9a-f]{8}\.tmp$")  # the temporary names of write_atomically
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (one we may not signal runs too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def folder_lock(folder: str | os.PathLike, what: str = "a training run") -> Iterator[Path]:
+    """Hold ``folder`` for one job: a lock file (:data:`LOCK_NAME`) holding this process's
+    id and host is created, or the job is refused with a ``RuntimeError`` naming the job that
+    holds it. A lock left by a process that has ended on this machine is taken over, with a
+    message, and the temporary files that process's interrupted writes left behind
+    (:func:`write_atomically`) are removed. The lock is removed when the block ends. A lock
+    from another host cannot be checked: it is refused, and the message says how to clear
+    it if that job is over."""
+    instance_of(folder, (str, os.PathLike), "folder", "a folder path")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    lock, host = folder / LOCK_NAME, socket.gethostname()
+    mine = {"pid": os.getpid(), "host": host, "started": time.time(), "what": what}
+    for _ in range(3):  # a stale lock is removed, then taken; a racing job may win it
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                other = json.loads(lock.read_text())
+                pid, other_host = int(other["pid"]), str(other["host"])
+            except (OSError, ValueError, KeyError, TypeError):
+                other, pid, other_host = None, None, None
+            if other is not None and (other_host != host or _alive(pid)):
+                since = time.strftime("%H:%M:%S", time.localtime(other.get("started", 0)))
+                clear = "" if other_host == host else f"; if that job is over, delete {lock}"
+                raise RuntimeError(
+                    f"{folder} is in use by {other.get('what', 'another job')} (process {pid} "
+                    f"on {other_host}, since {since}): wait for it to end or choose another "
+                    f"folder{clear}"
+                ) from None
+            print(
+                f"{folder}: taking over the lock of a job that has ended "
+                f"(process {pid} on {other_host})"
+                if pid
+                else f"{folder}: replacing a damaged lock",
+                file=sys.stderr,
+            )
+            for leftover in folder.glob("*.tmp"):
+                m = _TMP.search(leftover.name)
+                if m and not _alive(int(m[1])):
+                    leftover.unlink(missing_ok=True)
+            lock.unlink(missing_ok=True)
+            continue
+        with os.fdopen(fd, "w") as file:
+            json.dump(mine, file)
+        break
+    else:
+        raise RuntimeError(f"{folder}: could not take the lock {lock}; another job keeps taking it")
+    try:
+        yield folder
+    finally:
+        try:
+            if json.loads(lock.read_text()).get("pid") == os.getpid():
+                lock.unlink()
+        except (OSError, ValueError):
+            pass

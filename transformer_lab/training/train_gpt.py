@@ -26,7 +26,12 @@ saved with: the same ``--preset``, ``--steps``, ``--batch-size``, ``--lr``, ``--
 with a message naming each setting that changed, its saved value and the new one. Only
 ``--until`` (where this run stops; leave it out to run to ``--steps``) and settings that do
 not change the steps (``--device``, ``--threads``, ``--eval-every``, ``--eval-tokens``,
-``--checkpoint-every``, ``--sample``) may differ. ``--steps`` is not a way to extend a run:
+``--checkpoint-every``, ``--sample``) may differ.
+
+One run at a time per ``OUT``: the run holds a lock file there (``.run.lock``, with its
+process id and host) and a second run on the same folder is refused, naming the first. A
+lock left by a run that was killed is taken over at the next start, and the temporary
+files of its interrupted saves are removed. ``--steps`` is not a way to extend a run:
 it sets the length of the cosine schedule, so more steps would change the learning rate of
 the steps already taken; stop early with ``--until`` instead. ``summary.json`` records the
 settings of the run, the step it was resumed from and where it stopped.
@@ -35,6 +40,7 @@ settings of the run, the step it was resumed from and where it stopped.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -43,7 +49,7 @@ from dataclasses import asdict, replace
 import torch
 
 from transformer_lab.data import shakespeare
-from transformer_lab.data.cache import check_writable, write_atomically
+from transformer_lab.data.cache import check_writable, folder_lock, write_atomically
 from transformer_lab.device import num_threads
 from transformer_lab.generation.sampling import generate
 from transformer_lab.models.gpt import GPT, GPTConfig
@@ -127,6 +133,19 @@ def main(argv: list[str] | None = None) -> dict:
 
 def _run(args: argparse.Namespace, place: distributed.DistInfo) -> dict:
     out = check_writable(args.out)  # before anything is computed
+    # one run per folder: a second one at the same time is refused, naming the first
+    held = folder_lock(out, "train_gpt") if place.is_main else contextlib.nullcontext()
+    try:
+        held.__enter__()
+    except RuntimeError as err:  # the folder is in use: say so, as argparse would
+        raise SystemExit(f"train_gpt: {err}") from None
+    try:
+        return _train(args, place, out)
+    finally:
+        held.__exit__(None, None, None)
+
+
+def _train(args: argparse.Namespace, place: distributed.DistInfo, out) -> dict:
     tok = shakespeare.char_tokenizer()
     train_ids, val_ids = shakespeare.encode_splits(tok)
     if args.eval_tokens:
