@@ -24,8 +24,9 @@ record). On the 2-core machine that built the book: 11 minutes for ``small`` and
 ``medium``, on one thread with other work beside it. ``tests/experiments/test_gpt_ladder.py``
 re-scores the shipped checkpoints and re-trains the first steps of a rung.
 
-``--rungs small`` trains only some rungs (the record keeps the others'); ``--out`` writes
-elsewhere.
+``--rungs small`` trains only some rungs (the record keeps the others'); ``--seed 1``
+trains a rung from another seed (weights and batches) and adds its record under the rung's
+``other_seeds``, shipping no weights; ``--out`` writes elsewhere.
 """
 
 from __future__ import annotations
@@ -60,17 +61,19 @@ RUNGS: dict[str, tuple[dict, TrainRecipe]] = {
 }
 
 
-def rung_model(name: str, d_vocab: int) -> tuple[GPT, TrainRecipe]:
-    """The rung's untrained model, built after ``seed_everything(SEED)``, and its recipe."""
+def rung_model(name: str, d_vocab: int, seed: int = SEED) -> tuple[GPT, TrainRecipe]:
+    """The rung's untrained model, built after ``seed_everything(seed)``, and its recipe."""
     shape, recipe = RUNGS[name]
-    transformer_lab.seed_everything(SEED)
+    transformer_lab.seed_everything(seed)
     return GPT(GPTConfig(d_vocab=d_vocab, **shape)), recipe
 
 
-def train_rung(name: str, train_ids, val_ids, steps: int | None = None) -> tuple[GPT, dict]:
+def train_rung(
+    name: str, train_ids, val_ids, steps: int | None = None, seed: int = SEED
+) -> tuple[GPT, dict]:
     """Train one rung (``steps`` cuts the run short, with the full run's schedule) and return
     the model and its record (curve of step, characters seen, seconds, held-out loss)."""
-    model, recipe = rung_model(name, int(max(train_ids.max(), val_ids.max())) + 1)
+    model, recipe = rung_model(name, int(max(train_ids.max(), val_ids.max())) + 1, seed)
     n_ctx = model.config.n_ctx
     curve, clock = [], {"start": time.perf_counter(), "evaluating": 0.0, "step": 0}
     every = max(1, recipe.steps // EVALS)
@@ -88,12 +91,12 @@ def train_rung(name: str, train_ids, val_ids, steps: int | None = None) -> tuple
               flush=True)  # fmt: skip
         return val
 
-    run = train_gpt(model, train_ids, recipe, seed=SEED, eval_fn=held_out, eval_every=every,
+    run = train_gpt(model, train_ids, recipe, seed=seed, eval_fn=held_out, eval_every=every,
                     until=steps)  # fmt: skip
     record = {
         "rung": name,
         "recipe": dataclasses.asdict(recipe),
-        "seed": SEED,
+        "seed": seed,
         "parameters": model.num_params(),
         "steps": run.steps,
         "chars_seen": run.steps * recipe.batch_size * n_ctx,
@@ -180,6 +183,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rungs", nargs="+", choices=list(RUNGS), default=list(RUNGS))
     parser.add_argument("--out", type=Path, default=OUT, help="directory to write")
     parser.add_argument(
+        "--seed", type=int, default=SEED, help="another seed: its record only (no weights)"
+    )
+    parser.add_argument(
         "--from-device", type=Path, default=None, help="a GPU run's folder (import_device_run)"
     )
     args = parser.parse_args(argv)
@@ -193,9 +199,12 @@ def main(argv: list[str] | None = None) -> dict:
         summary_path.write_text(json.dumps(summary, indent=1) + "\n")
         return summary
     for name in args.rungs:
-        model, record = train_rung(name, train_ids, val_ids)
-        book_gpt.save_book_gpt(model.half(), tok, record, args.out / name)
-        summary[name] = {k: v for k, v in record.items()}
+        model, record = train_rung(name, train_ids, val_ids, seed=args.seed)
+        if args.seed == SEED:  # the shipped rung: its weights and its record
+            book_gpt.save_book_gpt(model.half(), tok, record, args.out / name)
+            summary[name] = {**record, "other_seeds": summary.get(name, {}).get("other_seeds", {})}
+        else:  # another seed of the same rung: its record only, beside the shipped one
+            summary[name].setdefault("other_seeds", {})[str(args.seed)] = record
         args.out.mkdir(parents=True, exist_ok=True)
         summary_path.write_text(json.dumps(summary, indent=1) + "\n")
     return summary
