@@ -273,6 +273,20 @@ case(
 )
 
 case(
+    TK.CharTokenizer,
+    lambda: TK.CharTokenizer("ab").decode([True, False]),
+    TypeError,
+    "ids must be integer token ids, got True (bool)",
+)
+
+case(
+    TK.CharTokenizer,
+    lambda: TK.CharTokenizer("ab").decode(torch.tensor([0.0, 1.0])),
+    TypeError,
+    "ids must be a 1-d tensor of integer ids, got torch.float32 (2,)",
+)
+
+case(
     TK.CharTokenizer, lambda: TK.CharTokenizer(None), TypeError, "chars must be a str, got NoneType"
 )
 

@@ -154,7 +154,21 @@ case(
     D.greedy_decode,
     lambda: D.greedy_decode(enc_dec(), ids([1, 2]), bos_id=10, eos_id=2),
     ValueError,
-    "token ids must be in [0, 7), got values from 10 to 10",
+    "bos_id=10 is not a token id of the model's 7 targets",
+)
+
+case(
+    D.beam_search,
+    lambda: D.beam_search(enc_dec(), ids([1, 2]), bos_id=1, eos_id=99),
+    ValueError,
+    "eos_id=99 is not a token id of the model's 7 targets",
+)
+
+case(
+    D.greedy_decode,
+    lambda: D.greedy_decode(enc_dec(), ids([1, 2]), bos_id=1, eos_id=True),
+    TypeError,
+    "eos_id must be an int token id, got bool",
 )
 
 case(

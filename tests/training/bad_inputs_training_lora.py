@@ -54,6 +54,8 @@ case(
 )
 case(TL.exact_match, lambda: TL.exact_match("12", "12"), TypeError, "lists of strings")
 case(TL.exact_match, lambda: TL.exact_match([], []), ValueError, "not be empty")
+case(TL.exact_match, lambda: TL.exact_match([None], ["1"]), TypeError,
+     "predictions must hold only strings, got NoneType: None")  # fmt: skip
 case(TL.train_lora, lambda: TL.train_lora(_llama(), _data(), steps=1), ValueError, "no LoRA")
 case(
     TL.train_lora,

@@ -43,12 +43,20 @@ class Hypothesis:
     finished: bool  # ended with <eos> (False: stopped by max_len)
 
 
-def _check_model(model) -> None:
+def _check_model(model, **ids) -> None:
+    """An encoder-decoder, and each of ``ids`` (``bos_id=...``) a token id of its target
+    vocabulary (when its config names ``d_vocab_tgt``)."""
     if not all(callable(getattr(model, name, None)) for name in ("encode", "decode")):
         raise TypeError(
             "model must be an encoder-decoder with encode(src) and decode(tgt, memory), "
             f"got {type(model).__name__}"
         )
+    d_vocab = getattr(getattr(model, "config", None), "d_vocab_tgt", None)
+    for name, value in ids.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int token id, got {type(value).__name__}")
+        if value < 0 or (isinstance(d_vocab, int) and value >= d_vocab):
+            raise ValueError(f"{name}={value} is not a token id of the model's {d_vocab} targets")
 
 
 def _check(src: torch.Tensor, max_len: int, beam_size: int = 1, length_penalty: float = 0.0):
@@ -82,7 +90,7 @@ def greedy_decode(
     row stops at its ``<eos>`` and the rest of the row is ``pad_id``. Stops early once every
     row has produced ``<eos>``."""
     _check(src, max_len)
-    _check_model(model)
+    _check_model(model, bos_id=bos_id, eos_id=eos_id)
     with evaluating(model):
         memory, src_mask = _encode(model, src)
         batch = src.shape[0]
@@ -127,7 +135,7 @@ def beam_hypotheses(
     ``batch * beam_size`` prefixes, and a row leaves the batch once its search is over; the
     bookkeeping of each row is done in Python."""
     _check(src, max_len, beam_size, length_penalty)
-    _check_model(model)
+    _check_model(model, bos_id=bos_id, eos_id=eos_id)
     with evaluating(model):
         return _beam_hypotheses(model, src, bos_id, eos_id, beam_size, max_len, length_penalty)
 

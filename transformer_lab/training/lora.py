@@ -231,6 +231,12 @@ def exact_match(predictions: Sequence[str], references: Sequence[str]) -> float:
             f"predictions and references must pair up and not be empty, got "
             f"{len(predictions)} and {len(references)}"
         )
+    for name, texts in (("predictions", predictions), ("references", references)):
+        odd = [t for t in texts if not isinstance(t, str)]
+        if odd:
+            raise TypeError(
+                f"{name} must hold only strings, got {type(odd[0]).__name__}: {odd[0]!r}"
+            )
     return sum(
         str(p).strip() == str(r).strip() for p, r in zip(predictions, references, strict=True)
     ) / len(predictions)
