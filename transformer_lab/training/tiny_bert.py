@@ -131,11 +131,15 @@ class ShakespeareCorpus:
     counts: torch.Tensor  # [d_vocab] how often each token occurs in the training plays
 
 
-@functools.lru_cache(maxsize=2)
 def shakespeare_corpus(vocab_size: int = 2000) -> ShakespeareCorpus:
     """Split the plays, drop speaker names, learn the WordPiece vocabulary on the training
-    plays and encode both splits (a few seconds; cached)."""
+    plays and encode both splits (a few seconds; cached, however the size is passed)."""
     int_at_least(vocab_size, 100, "vocab_size")
+    return _shakespeare_corpus(int(vocab_size))
+
+
+@functools.lru_cache(maxsize=2)
+def _shakespeare_corpus(vocab_size: int) -> ShakespeareCorpus:
     train_plays, val_plays = shakespeare.split_plays()
     train_docs = [shakespeare.spoken_lines(text) for _, text in train_plays]
     val_docs = [shakespeare.spoken_lines(text) for _, text in val_plays]
