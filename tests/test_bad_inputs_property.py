@@ -57,6 +57,7 @@ from hypothesis import strategies as st
 from test_bad_inputs import public_callables
 
 import transformer_lab
+from transformer_lab.analysis import roofline as ROOF
 from transformer_lab.analysis import text_loss as TLOSS
 from transformer_lab.data import recall as RD
 from transformer_lab.models import gpt as GPT_MOD
@@ -101,6 +102,7 @@ def _recall_batch():
 # name -> () -> (callable, args, kwargs): one valid call each, on small inputs
 VALID = {
     "transformer_lab.checks.positive_int": lambda: (CHECKS.positive_int, (3, "n"), {}),
+    "transformer_lab.analysis.roofline.roofline": lambda: (ROOF.roofline, (5e8, 2.8e10), {}),
     "transformer_lab.pretrained.book_gpt.quantize_rows": lambda: (
         BOOK_GPT.quantize_rows,
         (torch.randn(3, 4),), {}),
@@ -347,6 +349,10 @@ SKIPPED = {
     "transformer_lab.checks.weights_dtype": _R2,
     "transformer_lab.data.cache.cache_dir": _R3,
     "transformer_lab.data.cache.check_writable": _R3,
+    "transformer_lab.analysis.roofline.read_bandwidth": "times a read of a large buffer "
+    "(seconds); table cases in tests/analysis/bad_inputs_analysis.py",
+    "transformer_lab.analysis.roofline.decode_bytes_per_token": "needs a decoder model; table "
+    "cases in tests/analysis/bad_inputs_analysis.py",
     "transformer_lab.data.cache.folder_lock": "a lock file held for a block (processes, files); "
     "table cases in tests/training/bad_inputs_runs.py",
     "transformer_lab.data.cache.write_atomically": _R3,

@@ -8,7 +8,12 @@ Measures, on this machine:
 - generation: greedy decoding of ``--new-tokens`` tokens after the same chat prompt, with
   the key/value cache, ours (``transformer_lab.generation.sampling.generate``) and transformers'
   ``generate``, with the same weights and thread count, interleaved, median of
-  ``--repeats``; both must produce the same tokens.
+  ``--repeats``; both must produce the same tokens;
+- the roofline: the bandwidth of a streaming read on this machine
+  (:func:`transformer_lab.analysis.roofline.read_bandwidth`, same thread count), the bytes
+  one decoding step reads (every weight once, and the key/value cache at the run's mean
+  length), the tokens per second that bandwidth allows, and the share of it each decoder
+  reaches; the same for the book's GPT (chapter 13's shipped model), ours only.
 
 Usage: ``.venv/bin/python scripts/bench/bench_smollm2.py [--threads 1] [--new-tokens 64]``.
 transformers is used here only (and in the parity tests), never in the book.
@@ -135,6 +140,50 @@ def main(argv: list[str] | None = None) -> dict:
         f"same tokens: {same}"
     )
     print(tok.decode(outputs["ours"][0, ids.shape[1] :].tolist()))
+
+    from transformer_lab.analysis.roofline import decode_bytes_per_token, read_bandwidth, roofline
+    from transformer_lab.pretrained.book_gpt import load_book_gpt
+
+    bandwidth = read_bandwidth()
+    mean_context = ids.shape[1] + n // 2
+    read = decode_bytes_per_token(model, mean_context)
+    limit = roofline(read["total"], bandwidth)
+    result["bandwidth_gb_s"] = bandwidth / 1e9
+    result["bytes_per_token"] = read
+    result["roofline_tokens_per_s"] = limit
+    result["roofline_fraction_ours"] = result["tokens_per_s_ours"] / limit
+    result["roofline_fraction_transformers"] = result["tokens_per_s_transformers"] / limit
+    print(
+        f"roofline: a streaming read moves {bandwidth / 1e9:.1f} GB/s on {args.threads} "
+        f"thread(s); a step reads {read['weights'] / 1e6:.0f} MB of weights and "
+        f"{read['cache'] / 1e6:.1f} MB of cache (mean context {mean_context}), so at most "
+        f"{limit:.1f} tokens/s; ours reaches {result['roofline_fraction_ours']:.0%}, "
+        f"transformers {result['roofline_fraction_transformers']:.0%}"
+    )
+
+    gpt, gpt_tok = load_book_gpt()
+    prompt = torch.tensor([gpt_tok.encode("ROMEO:\n")])
+    gpt_n = min(n, gpt.config.n_ctx - prompt.shape[1])
+    generate(gpt, prompt, gpt_n, temperature=0, use_cache=True)  # warm-up
+    gpt_times = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        generate(gpt, prompt, gpt_n, temperature=0, use_cache=True)
+        gpt_times.append(time.perf_counter() - start)
+    gpt_rate = gpt_n / statistics.median(gpt_times)
+    gpt_read = decode_bytes_per_token(gpt, prompt.shape[1] + gpt_n // 2)
+    gpt_limit = roofline(gpt_read["total"], bandwidth)
+    result["book_gpt"] = {
+        "tokens_per_s": gpt_rate,
+        "bytes_per_token": gpt_read,
+        "roofline_tokens_per_s": gpt_limit,
+        "roofline_fraction": gpt_rate / gpt_limit,
+    }
+    print(
+        f"book GPT: {gpt_rate:.0f} tokens/s, {gpt_read['total'] / 1e6:.2f} MB per step, "
+        f"roofline {gpt_limit:.0f} tokens/s: {gpt_rate / gpt_limit:.0%} (a model this small "
+        "fits in the caches, and the time goes on the framework's work per operation)"
+    )
     return result
 
 

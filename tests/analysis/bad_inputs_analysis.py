@@ -249,3 +249,19 @@ case(
     TypeError,
     "test labels must be non-negative int class ids",
 )
+
+from transformer_lab.analysis import roofline as ROOF  # noqa: E402
+
+case(
+    ROOF.read_bandwidth,
+    lambda: ROOF.read_bandwidth(0),
+    ValueError,
+    "n_bytes must be a positive int",
+)
+case(ROOF.read_bandwidth, lambda: ROOF.read_bandwidth(2), ValueError, "at least one float32, got 2")
+case(ROOF.decode_bytes_per_token, lambda: ROOF.decode_bytes_per_token(torch.nn.Linear(2, 2), 3),
+     TypeError, "model.config must name n_layers, n_heads and d_model")  # fmt: skip
+case(ROOF.decode_bytes_per_token, lambda: ROOF.decode_bytes_per_token(None, 3), TypeError,
+     "model must be an nn.Module, got NoneType")  # fmt: skip
+case(ROOF.roofline, lambda: ROOF.roofline(1e6, float("nan")), ValueError,
+     "bandwidth must be a positive number, got nan")  # fmt: skip

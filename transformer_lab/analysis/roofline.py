@@ -1,0 +1,90 @@
+"""The memory-bandwidth limit of decoding one token at a time.
+
+At batch 1 a decoder's step multiplies one vector by every weight matrix once, so it reads
+every weight from memory once per token and does about two operations per weight read:
+far too little arithmetic to keep a core busy, so the time goes on moving bytes. The
+fastest possible step then takes ``bytes read / memory bandwidth``; that is the roofline of
+decoding on a machine, and how close a decoder comes to it is the measure of its speed.
+
+- :func:`read_bandwidth` measures the bandwidth of a streaming read on this machine (a
+  buffer far larger than the caches, summed in place);
+- :func:`decode_bytes_per_token` counts the bytes one decoding step reads from a model's
+  weights and its key/value cache;
+- :func:`roofline` turns the two into the limit in tokens per second.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+from torch import nn
+
+from transformer_lab.checks import instance_of, positive_int, positive_number
+
+__all__ = ["read_bandwidth", "decode_bytes_per_token", "roofline"]
+
+
+def read_bandwidth(n_bytes: int = 1 << 30, repeats: int = 5) -> float:
+    """Bytes per second of a streaming read, the median of ``repeats`` sums over a float32
+    buffer of ``n_bytes`` (keep it far above the last-level cache: the default 1 GiB). The
+    sum runs on torch's intra-op threads as set by the caller (one thread: the bandwidth one
+    core can draw)."""
+    positive_int(n_bytes, "n_bytes")
+    positive_int(repeats, "repeats")
+    if n_bytes < 4:
+        raise ValueError(f"n_bytes must hold at least one float32, got {n_bytes}")
+    buffer = torch.ones(n_bytes // 4)
+    buffer.sum()  # touch every page once before timing
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        buffer.sum()
+        times.append(time.perf_counter() - start)
+    return buffer.numel() * 4 / statistics.median(times)
+
+
+def _kv_shape(config) -> tuple[int, int, int]:
+    """(layers, key/value heads, head width) of a decoder's config."""
+    n_layers = getattr(config, "n_layers", None)
+    n_heads = getattr(config, "n_heads", None)
+    d_model = getattr(config, "d_model", None)
+    if not all(isinstance(v, int) for v in (n_layers, n_heads, d_model)):
+        raise TypeError(
+            "model.config must name n_layers, n_heads and d_model (a GPT or a Llama), got "
+            f"{type(config).__name__}"
+        )
+    return n_layers, getattr(config, "n_kv_heads", n_heads), d_model // n_heads
+
+
+def decode_bytes_per_token(model: nn.Module, context: int, cache_dtype=None) -> dict[str, int]:
+    """Bytes one decoding step of ``model`` reads at batch 1 with ``context`` tokens already
+    in its key/value cache: ``{"weights": ..., "cache": ..., "total": ...}``.
+
+    ``weights``: every parameter once (a matrix shared by the embedding and the output head
+    is counted once: the head reads all of it, the embedding one row); ``cache``: the keys
+    and values of every layer for ``context`` positions, in ``cache_dtype`` (default: the
+    weights' dtype). Activations are left out: at batch 1 they are a few kilobytes."""
+    instance_of(model, nn.Module, "model", "an nn.Module")
+    if isinstance(context, bool) or not isinstance(context, int) or context < 0:
+        raise ValueError(f"context must be an int >= 0, got {context!r}")
+    n_layers, n_kv_heads, d_head = _kv_shape(getattr(model, "config", None))
+    seen, weights = set(), 0
+    for p in model.parameters():  # parameters() yields a shared tensor once
+        if p.data_ptr() not in seen:
+            seen.add(p.data_ptr())
+            weights += p.numel() * p.element_size()
+    dtype = cache_dtype or next(model.parameters()).dtype
+    cache = (
+        2 * n_layers * n_kv_heads * d_head * context * torch.empty((), dtype=dtype).element_size()
+    )
+    return {"weights": weights, "cache": cache, "total": weights + cache}
+
+
+def roofline(bytes_per_token: int | float, bandwidth: float) -> float:
+    """The most tokens per second a step that reads ``bytes_per_token`` can reach at
+    ``bandwidth`` bytes per second."""
+    return positive_number(bandwidth, "bandwidth") / positive_number(
+        bytes_per_token, "bytes_per_token"
+    )
