@@ -18,17 +18,29 @@ seeds of the steps to the target, and the seeds that reached it::
 
 (``--merge`` reads the lines that runs of single seeds printed, to run seeds side by side.)
 
-``tests/experiments/test_craft_encoder_decoder.py`` re-derives one row of the chapter's table.
+The placement of the layer norm: ``--placement`` trains the race, the race with the warm-up
+and the race with label smoothing as post-LN models (``norm_first=False``, as in 2017) and
+as pre-LN ones, and the race with and without the warm-up at twice its learning rate (1e-2),
+from each seed, into ``transformer_lab/assets/craft_post_ln.json`` (steps, validation exact
+match after every round, processor seconds of training); runs already in the record are
+kept, so an interrupted run resumes::
+
+    .venv/bin/python scripts/experiments/craft_encoder_decoder.py --placement --seeds 0 1 2
+
+``tests/experiments/test_craft_encoder_decoder.py`` re-derives one row of the chapter's table
+and the first 100 steps of one run of the record.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
+import platform
 import re
 import statistics
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -55,6 +67,8 @@ class Craft:
     dropout: float = 0.0  # 0.1 in 2017
     scale_embeddings: bool = True  # multiply embeddings by sqrt(d_model)
     share_embeddings: bool = False  # one table for source, target and read-out
+    norm_first: bool = True  # pre-LN, as the chapter's race; False: post-LN, as in 2017
+    lr: float = LR  # Adam's (peak) learning rate
 
 
 BARE = Craft()
@@ -83,11 +97,78 @@ def rows() -> dict[str, Craft]:
     return out
 
 
+HIGH_LR = 1e-2  # twice the race's rate: where the post-LN race slows down without warm-up
+RECORD = Path(transformer_lab.__file__).parent / "assets" / "craft_post_ln.json"
+
+
+def placement_rows() -> dict[str, Craft]:
+    """The rows of the record on layer-norm placement: the race, the race with label
+    smoothing and the race with warm-up as post-LN models (the 2017 placement), at the race's
+    learning rate; the race and the race with warm-up at twice that rate, post-LN and pre-LN;
+    and the three pre-LN rows of the race's rate again, so that the record holds every arm's
+    processor time."""
+    warm, smooth = dict(warmup=50), dict(label_smoothing=0.1)
+    out = {}
+    for norm, first in (("post-LN", False), ("pre-LN", True)):
+        out[f"{norm} race"] = replace(BARE, norm_first=first)
+        out[f"{norm} race + warm-up + 1/sqrt"] = replace(BARE, norm_first=first, **warm)
+        out[f"{norm} race + label smoothing"] = replace(BARE, norm_first=first, **smooth)
+        out[f"{norm} race, lr 1e-2"] = replace(BARE, norm_first=first, lr=HIGH_LR)
+        out[f"{norm} race + warm-up + 1/sqrt, lr 1e-2"] = replace(
+            BARE, norm_first=first, lr=HIGH_LR, **warm
+        )
+    order = ["post-LN race", "post-LN race, lr 1e-2", "pre-LN race, lr 1e-2",
+             "post-LN race + warm-up + 1/sqrt, lr 1e-2", "post-LN race + warm-up + 1/sqrt",
+             "post-LN race + label smoothing", "pre-LN race + warm-up + 1/sqrt, lr 1e-2",
+             "pre-LN race", "pre-LN race + warm-up + 1/sqrt",
+             "pre-LN race + label smoothing"]  # fmt: skip
+    return {name: out[name] for name in order}  # in the order they were run
+
+
+def write_record(path: Path, seeds: list[int], names: list[str] | None = None) -> dict:
+    """Train the :func:`placement_rows` (or those named) from ``seeds`` and write the JSON
+    record to ``path`` after every run; runs already in the file are kept, not repeated."""
+    record = json.loads(path.read_text()) if path.exists() else {}
+    record.update({
+        "script": "scripts/experiments/craft_encoder_decoder.py",
+        "model": "d_model 64, 4 heads, d_mlp 128, one block per side",
+        "budget": {"target": TARGET, "round": ROUND, "max_steps": MAX_STEPS, "batch_size": 64,
+                   "validation_pairs": 200, "threads": 1},
+        "torch": torch.__version__, "machine": platform.machine(), "processor": _processor(),
+        "seeds": sorted(set(record.get("seeds", [])) | set(seeds)),
+    })  # fmt: skip
+    rows_out = record.setdefault("rows", {})
+    for name, craft in placement_rows().items():
+        if names is not None and name not in names:
+            continue
+        row = rows_out.setdefault(name, {"craft": asdict(craft), "runs": {}})
+        for seed in seeds:
+            if str(seed) in row["runs"]:
+                continue
+            r = run_row(craft, seed)
+            row["runs"][str(seed)] = {k: r[k] for k in ("steps", "val", "cpu_seconds", "curve")}
+            print(f"{name:>40} seed {seed}: {r['steps']:3d} steps, val {r['val']:.2f}, "
+                  f"{r['cpu_seconds']:.1f} s CPU", flush=True)  # fmt: skip
+            path.write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def _processor() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def build(data, craft: Craft, layers: int = 1) -> EncoderDecoder:
     """The chapter's Transformer (``layers`` blocks per side) with ``craft``'s options."""
     cfg = TransformerConfig(
         len(data.src_vocab), len(data.tgt_vocab), d_model=64, n_heads=4, d_mlp=128,
-        n_layers_enc=layers, n_layers_dec=layers, norm_first=True, pad_id=numbers.PAD_ID,
+        n_layers_enc=layers, n_layers_dec=layers, norm_first=craft.norm_first,
+        pad_id=numbers.PAD_ID,
         dropout=craft.dropout, scale_embeddings=craft.scale_embeddings,
         share_embeddings=craft.share_embeddings, tie_embeddings=craft.share_embeddings,
     )  # fmt: skip
@@ -106,17 +187,21 @@ def val_exact_match(data, net, n: int = 200) -> float:
     return numbers.exact_match(words, [p.tgt for p in data.val[:n]]).float().mean().item()
 
 
-def train_to_target(data, net, seed: int, craft: Craft = BARE, lr: float = LR) -> dict:
+def train_to_target(
+    data, net, seed: int, craft: Craft = BARE, lr: float | None = None, max_steps: int = MAX_STEPS
+) -> dict:
     """Train ``net`` as the chapter's race does (rounds of 25 steps until 80% on 200
-    validation pairs), with ``craft``'s loss and schedule. Returns the ``steps``, the
-    training ``cpu_seconds`` (this thread's CPU time, which other processes do not inflate),
-    the wall ``seconds`` and the last validation exact match ``val``."""
+    validation pairs, at most ``max_steps``), with ``craft``'s loss, schedule and learning
+    rate (``lr`` overrides it). Returns the ``steps``, the training ``cpu_seconds`` (this
+    thread's CPU time, which other processes do not inflate), the wall ``seconds``, the last
+    validation exact match ``val`` and the exact match after every round, ``curve``."""
+    lr = craft.lr if lr is None else lr
     optimizer = torch.optim.Adam(net.parameters(), lr=lr)
     loss_fn = functools.partial(seq2seq_loss, label_smoothing=craft.label_smoothing)
     schedule = warmup_inverse_sqrt(craft.warmup) if craft.warmup else None
     batches = data.batches("train", 64, seed=seed)
-    steps, cpu, wall, acc = 0, 0.0, 0.0, 0.0
-    while steps < MAX_STEPS and acc < TARGET:
+    steps, cpu, wall, acc, curve = 0, 0.0, 0.0, 0.0, []
+    while steps < max_steps and acc < TARGET:
         done = steps  # a fresh LambdaLR each round: shift the schedule by the steps done
 
         def offset(step, done=done):
@@ -127,15 +212,17 @@ def train_to_target(data, net, seed: int, craft: Craft = BARE, lr: float = LR) -
         steps, wall = steps + ROUND, wall + run.seconds
         cpu += sum(run.step_cpu_seconds)
         acc = val_exact_match(data, net)
-    return {"steps": steps, "cpu_seconds": cpu, "seconds": wall, "val": acc}
+        curve.append(round(acc, 4))
+    return {"steps": steps, "cpu_seconds": cpu, "seconds": wall, "val": acc, "curve": curve}
 
 
-def run_row(craft: Craft, seed: int, layers: int = 1) -> dict:
-    """One row of the table for one seed: the model from ``seed``, trained to the target."""
+def run_row(craft: Craft, seed: int, layers: int = 1, max_steps: int = MAX_STEPS) -> dict:
+    """One row of the table for one seed: the model from ``seed``, trained to the target
+    (a test stops it early with ``max_steps``)."""
     data = numbers.load(joint_vocab=craft.share_embeddings)
     transformer_lab.seed_everything(seed)
     net = build(data, craft, layers)
-    return train_to_target(data, net, seed, craft)
+    return train_to_target(data, net, seed, craft, max_steps=max_steps)
 
 
 def summary(results: list[dict]) -> tuple[float, int]:
@@ -180,7 +267,15 @@ def main(argv=None):
     parser.add_argument("--rows", nargs="+", default=None, help="names of rows to run")
     parser.add_argument("--markdown", action="store_true", help="print the chapter's table")
     parser.add_argument("--merge", nargs="+", help="print the table of these logs' lines")
+    parser.add_argument(
+        "--placement",
+        action="store_true",
+        help=f"train the post-LN/pre-LN rows into the record ({RECORD.name})",
+    )
+    parser.add_argument("--out", type=Path, default=RECORD, help="where --placement writes")
     args = parser.parse_args(argv)
+    if args.placement:
+        return write_record(args.out, args.seeds, args.rows)
     if args.merge:
         merged: dict[str, dict[int, dict]] = {}
         for path in args.merge:
