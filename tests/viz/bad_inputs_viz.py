@@ -365,5 +365,10 @@ for target, thunk, error, fragment in [
      TypeError, "takes both model and tokenizer, or neither"),
     (VIZ_LIVE.LiveModel, lambda: VIZ_LIVE.LiveModel("bert", None, None, {}), ValueError,
      "name must be one of ('gpt', 'minilm'), got 'bert'"),
+    (VIZ_LIVE.live_model, lambda: VIZ_LIVE.live_model("gpt", model=bert()), TypeError,
+     "live_model('gpt') needs model=a GPT, got BertForPreTraining"),
+    (VIZ_LIVE.LiveModel,
+     lambda: VIZ_LIVE.LiveModel("gpt", None, None, {"layer": float("nan")}).panel_html(),
+     ValueError, "the panel's options must be finite numbers"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)

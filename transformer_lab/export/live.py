@@ -173,6 +173,12 @@ def write_live_models(
         "minilm.onnx": export_bert(bert, folder / "minilm.onnx", weights=minilm_weights),
     }
     for name, record in texts.items():
-        data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+        try:  # a NaN would be written as a bare NaN, which the browser's JSON.parse refuses
+            text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except ValueError as err:
+            raise ValueError(
+                f"{name} would hold a NaN or an infinity ({err}); fix its source"
+            ) from err
+        data = text.encode()
         written[name] = write_atomically(folder / name, lambda file, data=data: file.write(data))
     return {name: written[name] for name in LIVE_FILES}

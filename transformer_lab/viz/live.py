@@ -58,7 +58,10 @@ class LiveModel:
     def panel_html(self) -> str:
         """The static site's panel: a div that ``live.js`` fills (the text inside is what a
         page without the script shows)."""
-        options = html.escape(json.dumps(self.options), quote=True)
+        try:  # live.js parses these with JSON.parse, which refuses NaN and infinities
+            options = html.escape(json.dumps(self.options, allow_nan=False), quote=True)
+        except ValueError as err:
+            raise ValueError(f"the panel's options must be finite numbers: {self.options}") from err
         return (
             f'<div class="tl-live" data-tl-live="{self.name}" data-tl-options="{options}">'
             f'<p class="tl-live-status">A live panel runs {_TITLES[self.name]} here, in your '
@@ -114,7 +117,9 @@ def live_model(
     if isinstance(compare, str) or not all(isinstance(s, str) for s in compare):
         raise TypeError(f"compare must be a list of sentences (str), got {compare!r}")
     if name == "gpt":
-        if not isinstance(model, torch.nn.Module) or not hasattr(model, "config"):
+        from transformer_lab.models.gpt import GPT
+
+        if not isinstance(model, GPT):  # the site's panel runs the book's GPT and no other
             raise TypeError(f"live_model('gpt') needs model=a GPT, got {type(model).__name__}")
         if not (callable(getattr(tokenizer, "encode", None)) and hasattr(tokenizer, "itos")):
             raise TypeError(
