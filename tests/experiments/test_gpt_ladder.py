@@ -45,6 +45,10 @@ def test_the_record_follows_the_script():
         assert rung["curve"][-1]["held_out_loss"] == rung["held_out_loss"]
         chars = [p["chars"] for p in rung["curve"]]
         assert chars == sorted(chars) and chars[-1] == rung["chars_seen"]
+        for seed, other in rung.get("other_seeds", {}).items():  # the same recipe, another seed
+            assert other["seed"] == int(seed) != rung["seed"] and other["recipe"] == rung["recipe"]
+            assert other["curve"][0]["held_out_loss"] != rung["curve"][0]["held_out_loss"]
+            assert [p["step"] for p in other["curve"]] == [p["step"] for p in rung["curve"]]
         info = json.loads((LADDER / name / "gpt_book_cpu.json").read_text())
         assert {k: info["config"][k] for k in shape} == shape
 
@@ -107,3 +111,17 @@ def test_the_gpu_rungs_stored_weights_score_what_the_script_measured_on_a_prefix
 @pytest.mark.usefixtures("one_thread")
 def test_the_gpu_rungs_stored_weights_score_what_the_script_measured():
     assert abs(_gpu_rung_loss() - _record()["gpu"]["held_out_loss_cpu_int8_weights"]) < 1e-3
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("TRANSFORMER_LAB_SLOW") != "1", reason="set TRANSFORMER_LAB_SLOW=1"
+)
+@pytest.mark.usefixtures("one_thread")
+def test_another_seeds_first_point_is_re_derived():
+    script = load_script("experiments/gpt_ladder")
+    tok = shakespeare.char_tokenizer()
+    train_ids, val_ids = shakespeare.encode_splits(tok)
+    first = _record()["small"]["other_seeds"]["1"]["curve"][0]
+    _, record = script.train_rung("small", train_ids, val_ids, steps=first["step"], seed=1)
+    assert abs(record["held_out_loss"] - first["held_out_loss"]) < 0.01
