@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import jupytext
@@ -58,7 +57,7 @@ def test_the_gpu_preset_trains_on_the_cpu(tmp_path):
     out = tmp_path / "gpu"
     args = ["--preset", "gpu", "--steps", "12", "--batch-size", "4", "--eval-every", "12"]
     args += ["--eval-tokens", "4096", "--sample", "40", "--no-progress", "--device", "cpu"]
-    args += ["--threads", str(min(2, os.cpu_count() or 1)), "--out", str(out)]
+    args += ["--threads", "1", "--out", str(out)]  # one thread: steady beside other work
     summary = TG.main(args)
     saved = json.loads((out / "summary.json").read_text())
     assert saved["steps"] == summary["steps"] == 12
