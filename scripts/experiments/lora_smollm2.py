@@ -25,9 +25,15 @@ with full fine-tuning (AdamW on all weights), each in a fresh process::
     .venv/bin/python scripts/experiments/lora_smollm2.py            # seeds 0 1 2, ~15 min
     .venv/bin/python scripts/experiments/lora_smollm2.py --memory   # two processes, ~2 min
     .venv/bin/python scripts/experiments/lora_smollm2.py --labels 50 100 200 --seeds 0
+    .venv/bin/python scripts/experiments/lora_smollm2.py --plateau --seeds 0  # then 1, 2
 
-``--labels`` trains LoRA on fewer training pairs (seed 0, the same 100 held-out numbers)
-into the JSON's ``labels``.
+``--labels`` trains LoRA on fewer training pairs (each seed given, the same 100 held-out
+numbers) into the JSON's ``labels``. ``--plateau`` trains it on the ``N_TRAIN`` pairs with a
+longer schedule, ``PLATEAU_STEPS`` steps (``--steps``), measured every ``PLATEAU_EVAL``
+steps, into ``plateau``, with ``flat``: whether the last ``PLATEAU_LAST`` measurements lie
+within ``PLATEAU_WITHIN``. Both add their rows to those already in the JSON, a rerun
+replacing its own; one seed per process keeps each finished seed if a later one is
+stopped. A 300-step run took 9-24 minutes on a 2-core machine busy with other work.
 
 One CPU thread throughout; seeds 0-2 took 862 s on a busy 2-core machine (each seed's
 baselines about 40 s, its 150 LoRA steps with six evaluations 190-310 s).
@@ -62,6 +68,7 @@ N_TRAIN, N_TEST, STEPS, EVAL_EVERY, BATCH = 400, 100, 150, 25, 8
 TARGETS, RANK, ALPHA, LR = ["W_Q", "W_K", "W_V", "W_O"], 8, 16.0, 2e-3
 SHOTS = (5, 20)
 MEMORY_STEPS = 3
+PLATEAU_STEPS, PLATEAU_EVAL, PLATEAU_LAST, PLATEAU_WITHIN, PLATEAU_WIDE = 300, 50, 3, 0.005, 5
 CHAT = "Write this German number in digits, nothing else: {}"
 ASSETS = Path(resources.files("transformer_lab")) / "assets"
 RESULTS, ADAPTER = ASSETS / "lora_smollm2.json", ASSETS / "lora_smollm2_de.safetensors"
@@ -89,7 +96,10 @@ def baselines(model, tok, split: G.NumberSplit) -> dict[str, float]:
     return out
 
 
-def lora_run(model, tok, split, seed: int, steps: int = STEPS, progress=True, schedule_steps=None):
+def lora_run(
+    model, tok, split, seed: int, steps: int = STEPS, progress=True, schedule_steps=None,
+    eval_every: int = EVAL_EVERY,
+):  # fmt: skip
     """Add adapters to ``model`` and train them; returns the run and the exact-match curve."""
     add_lora(model, TARGETS, RANK, ALPHA, seed=seed)
     data = answer_batch(
@@ -102,7 +112,7 @@ def lora_run(model, tok, split, seed: int, steps: int = STEPS, progress=True, sc
     score = lambda m: exact_match(greedy_answers(m, tok, test_prompts), refs)  # noqa: E731
     return train_lora(
         model, data, steps=steps, batch_size=BATCH, lr=LR, seed=seed,
-        eval_fn=score, eval_every=EVAL_EVERY, progress=progress, threads=1,
+        eval_fn=score, eval_every=eval_every, progress=progress, threads=1,
         schedule_steps=schedule_steps,
     )  # fmt: skip
 
@@ -128,20 +138,56 @@ def one_seed(seed: int) -> dict:
     return result
 
 
-def fewer_labels(counts: list[int], seed: int = 0) -> list[dict]:
-    """LoRA trained as in :func:`one_seed` (``STEPS`` steps of ``BATCH``) on the first
-    ``n`` training pairs of the split drawn with ``n`` training numbers; the held-out
-    numbers depend only on ``N_TEST`` and ``seed``, so they are the same for every ``n``."""
+def fewer_labels(counts: list[int], seeds: list[int], steps: int = STEPS) -> list[dict]:
+    """LoRA trained as in :func:`one_seed` (``steps`` steps of ``BATCH``) on the
+    training pairs of the split drawn with ``n`` training numbers; the held-out numbers
+    depend only on ``N_TEST`` and ``seed``, so they are the same for every ``n``."""
     out = []
-    for n in counts:
+    for seed in seeds:
+        for n in counts:
+            torch.set_num_threads(1)
+            seed_everything(seed)
+            model, tok = smollm2()
+            split = G.german_number_split(n, N_TEST, seed)
+            run = lora_run(model, tok, split, seed, steps=steps)
+            row = {"n_train": n, "seed": seed, "lora": run.evals[-1][1], "curve": run.evals,
+                   "final_loss": run.losses[-1], "seconds": run.seconds}  # fmt: skip
+            print(json.dumps(row), flush=True)
+            out.append(row)
+    return out
+
+
+def merge(old: list[dict], new: list[dict], keys=("n_train", "seed")) -> list[dict]:
+    """``old`` rows with those of ``new`` added, a new row replacing an old one that has the
+    same ``keys``; sorted by ``keys``."""
+    rows = {tuple(r[k] for k in keys): r for r in old}
+    rows.update({tuple(r[k] for k in keys): r for r in new})
+    return [rows[k] for k in sorted(rows)]
+
+
+def flat(curve: list[list[float]], last: int = PLATEAU_LAST, within: float = PLATEAU_WITHIN):
+    """Whether the last ``last`` evaluations of ``curve`` lie within ``within`` of each other."""
+    tail = [e for _, e in curve[-last:]]
+    return len(tail) == last and max(tail) - min(tail) <= within
+
+
+def to_plateau(seeds: list[int], steps: int = PLATEAU_STEPS, n_train: int = N_TRAIN) -> list[dict]:
+    """LoRA as in :func:`one_seed` on ``n_train`` pairs but with a ``steps``-step schedule
+    (warmup 10%, linear decay to zero at ``steps``), measured every ``PLATEAU_EVAL`` steps;
+    ``flat`` says whether the last ``PLATEAU_LAST`` measurements agree within
+    ``PLATEAU_WITHIN``, ``flat_wide`` the same over the last ``PLATEAU_WIDE`` within 0.02."""
+    out = []
+    for seed in seeds:
         torch.set_num_threads(1)
         seed_everything(seed)
         model, tok = smollm2()
-        split = G.german_number_split(n, N_TEST, seed)
-        run = lora_run(model, tok, split, seed)
-        row = {"n_train": n, "seed": seed, "lora": run.evals[-1][1], "curve": run.evals,
-               "final_loss": run.losses[-1], "seconds": run.seconds}  # fmt: skip
-        print(json.dumps(row), flush=True)
+        split = G.german_number_split(n_train, N_TEST, seed)
+        run = lora_run(model, tok, split, seed, steps=steps, eval_every=PLATEAU_EVAL)
+        row = {"n_train": n_train, "seed": seed, "steps": steps, "eval_every": PLATEAU_EVAL,
+               "examples": steps * BATCH, "lora": run.evals[-1][1], "curve": run.evals,
+               "losses": run.losses, "seconds": run.seconds, "flat": flat(run.evals),
+               "flat_wide": flat(run.evals, PLATEAU_WIDE, 0.02)}  # fmt: skip
+        print(json.dumps({k: v for k, v in row.items() if k != "losses"}), flush=True)
         out.append(row)
     return out
 
@@ -203,8 +249,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--memory", action="store_true", help="measure peak memory only")
     parser.add_argument(
-        "--labels", type=int, nargs="+", help="LoRA at these training-set sizes (first seed)"
+        "--labels", type=int, nargs="+", help="LoRA at these training-set sizes (each seed)"
     )
+    parser.add_argument(
+        "--plateau", action="store_true", help="LoRA on N_TRAIN pairs with a --steps schedule"
+    )
+    parser.add_argument("--steps", type=int, default=None, help="steps of --plateau/--labels")
     parser.add_argument("--memory-step", choices=["lora", "full"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.memory_step:
@@ -212,8 +262,12 @@ def main(argv: list[str] | None = None) -> dict:
     saved = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     if args.memory:
         saved["memory"] = memory()
+    elif args.plateau:
+        new = to_plateau(args.seeds, args.steps or PLATEAU_STEPS)
+        saved["plateau"] = merge(saved.get("plateau", []), new, ("steps", "seed"))
     elif args.labels:
-        saved["labels"] = fewer_labels(args.labels, args.seeds[0])
+        new = fewer_labels(args.labels, args.seeds, args.steps or STEPS)
+        saved["labels"] = merge(saved.get("labels", []), new)
     else:
         start = time.perf_counter()
         saved["settings"] = settings()

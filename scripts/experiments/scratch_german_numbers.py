@@ -17,6 +17,13 @@ decoding, exact match on the held-out numbers every ``EVAL_EVERY`` steps (the cu
 
 Results in ``transformer_lab/assets/scratch_german_numbers.json``; one thread.
 ``tests/experiments/test_scratch_german_numbers.py`` re-derives one point.
+
+``--budget`` gives the same network LoRA's budget instead (``lora_smollm2.py``: 150 steps
+of 8 pairs, 1,200 examples seen): ``BUDGET_STEPS`` steps of ``BUDGET_BATCH``, at each
+learning rate of ``BUDGET_LRS`` (the GRU's own 3e-3 and one on either side), measured every
+``BUDGET_EVAL`` steps, into ``transformer_lab/assets/scratch_german_numbers_budget.json``::
+
+    .venv/bin/python scripts/experiments/scratch_german_numbers.py --budget  # 5 min, busy
 """
 
 from __future__ import annotations
@@ -39,7 +46,10 @@ from transformer_lab.training.loop import train
 
 N_TEST, LABELS, STEPS, EVAL_EVERY, BATCH, LR = 100, (50, 100, 200, 400), 1200, 100, 32, 3e-3
 D_EMBED, D_HIDDEN = 64, 128
-RESULTS = Path(resources.files("transformer_lab")) / "assets" / "scratch_german_numbers.json"
+BUDGET_STEPS, BUDGET_BATCH, BUDGET_EVAL, BUDGET_LRS = 150, 8, 25, (1e-3, 3e-3, 1e-2)
+ASSETS = Path(resources.files("transformer_lab")) / "assets"
+RESULTS = ASSETS / "scratch_german_numbers.json"
+BUDGET = ASSETS / "scratch_german_numbers_budget.json"
 SRC = Vocab(ch for n in range(100, 1000) for ch in G.german_words(n))
 TGT = Vocab("0123456789")
 
@@ -77,14 +87,17 @@ def model(seed: int) -> Seq2Seq:
     return Seq2Seq(config)
 
 
-def control_run(n_train: int, seed: int, steps: int = STEPS, eval_every: int = EVAL_EVERY):
+def control_run(
+    n_train: int, seed: int, steps: int = STEPS, eval_every: int = EVAL_EVERY,
+    batch_size: int = BATCH, lr: float = LR,
+):  # fmt: skip
     """One model from ``seed`` trained on ``n_train`` pairs; returns the network and run."""
     torch.set_num_threads(1)
     split = G.german_number_split(n_train, N_TEST, seed)
     test, numbers = batch(split.test), [p.number for p in split.test]
     net = model(seed)
     run = train(
-        net, batches(batch(split.train), min(BATCH, n_train), seed), steps=steps, lr=LR,
+        net, batches(batch(split.train), min(batch_size, n_train), seed), steps=steps, lr=lr,
         eval_fn=lambda m: exact_match(m, test, numbers), eval_every=eval_every,
         threads=1, progress=False,
     )  # fmt: skip
@@ -99,11 +112,42 @@ def settings() -> dict:
     }  # fmt: skip
 
 
+def budget_settings() -> dict:
+    return {
+        "n_test": N_TEST, "labels": list(LABELS), "steps": BUDGET_STEPS,
+        "eval_every": BUDGET_EVAL, "batch_size": BUDGET_BATCH,
+        "examples": BUDGET_STEPS * BUDGET_BATCH,
+        "lrs": list(BUDGET_LRS), "d_embed": D_EMBED, "d_hidden": D_HIDDEN,
+        "attention": "dot", "cell": "gru", "threads": 1,
+    }  # fmt: skip
+
+
+def budget_runs(labels: list[int], seeds: list[int]) -> dict:
+    """The GRU at LoRA's budget: every size, seed and learning rate of ``BUDGET_LRS``."""
+    start, runs = time.perf_counter(), []
+    for n in labels:
+        for seed in seeds:
+            for lr in BUDGET_LRS:
+                _, run = control_run(n, seed, BUDGET_STEPS, BUDGET_EVAL, BUDGET_BATCH, lr)
+                row = {"n_train": n, "seed": seed, "lr": lr, "exact_match": run.evals[-1][1],
+                       "curve": run.evals, "final_loss": run.losses[-1],
+                       "losses": run.losses[::BUDGET_EVAL], "seconds": run.seconds}  # fmt: skip
+                print(json.dumps({k: v for k, v in row.items() if k not in ("curve", "losses")}),
+                      flush=True)  # fmt: skip
+                runs.append(row)
+    return {"settings": budget_settings(), "runs": runs, "seconds": time.perf_counter() - start}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--labels", type=int, nargs="+", default=list(LABELS))
+    parser.add_argument("--budget", action="store_true", help="LoRA's budget of examples")
     args = parser.parse_args(argv)
+    if args.budget:
+        saved = budget_runs(args.labels, args.seeds)
+        BUDGET.write_text(json.dumps(saved, indent=1) + "\n")
+        return saved
     start, runs = time.perf_counter(), []
     for n in args.labels:
         for seed in args.seeds:

@@ -46,3 +46,38 @@ def test_seed_0_at_50_pairs_is_re_derived():
     _, run = script.control_run(50, 0, steps=100, eval_every=100)
     torch.testing.assert_close(run.losses[::25], run0["losses"][:4], rtol=0, atol=1e-3)
     assert abs(run.evals[0][1] - run0["curve"][0][1]) <= 0.02
+
+
+def _budget():
+    return json.loads((ASSETS / "scratch_german_numbers_budget.json").read_text())
+
+
+def test_the_budget_record_is_lora_s_budget():
+    """``--budget``: every size, seed and learning rate, each run 150 steps of 8 pairs, the
+    1,200 examples that LoRA's 150 steps of 8 see (``lora_smollm2.py``)."""
+    results = _budget()
+    script = load_script("experiments/scratch_german_numbers")
+    lora = load_script("experiments/lora_smollm2")
+    assert results["settings"] == json.loads(json.dumps(script.budget_settings()))
+    assert script.BUDGET_STEPS * script.BUDGET_BATCH == lora.STEPS * lora.BATCH
+    runs = results["runs"]
+    assert sorted((r["n_train"], r["seed"], r["lr"]) for r in runs) == sorted(
+        (n, s, lr) for n in script.LABELS for s in (0, 1, 2) for lr in script.BUDGET_LRS
+    )
+    assert script.LR in script.BUDGET_LRS  # the GRU's own learning rate is one of them
+    for r in runs:
+        assert r["curve"][-1] == [script.BUDGET_STEPS, r["exact_match"]]
+        assert len(r["curve"]) == script.BUDGET_STEPS // script.BUDGET_EVAL
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_seed_0_at_lora_s_budget_is_re_derived():
+    """The first 26 steps of seed 0 on 400 pairs at the GRU's own learning rate: its losses
+    at steps 1 and 26 and the exact match after step 25 (about a second)."""
+    script = load_script("experiments/scratch_german_numbers")
+    row = next(
+        r for r in _budget()["runs"] if (r["n_train"], r["seed"], r["lr"]) == (400, 0, script.LR)
+    )
+    _, run = script.control_run(400, 0, 26, 25, script.BUDGET_BATCH, script.LR)
+    torch.testing.assert_close(run.losses[::25], row["losses"][:2], rtol=0, atol=1e-3)
+    assert run.evals[0][0] == 25 and abs(run.evals[0][1] - row["curve"][0][1]) <= 0.02
