@@ -8,6 +8,9 @@ Methods, all on the same labelled draws and seeds:
   random weights for many passes over the labels until it fits them (its test-accuracy
   curve is recorded, ten points per run, to show the plateau);
 - ``probe``: a linear classifier on MiniLM's frozen mean-pooled vectors;
+- ``static_probe``: the same classifier on the mean of MiniLM's *input* token embeddings
+  (rows of its word-embedding table: no position, no attention), which separates what the
+  pretrained word vectors know from what the encoder's context adds;
 - ``finetune``: MiniLM and a new head trained together, the encoder at a ten times smaller
   learning rate, for several passes over the labels (at least ``finetune_min_steps``);
   its test-accuracy curve is recorded too, five points per run (an evaluation of MiniLM
@@ -59,7 +62,7 @@ from transformer_lab.training.finetune import (
 ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "transformer_lab" / "assets"
 OUT = {"topic": ASSETS / "topic_sweep.json", "genre": ASSETS / "genre_controls.json"}
-METHODS = (*BASELINES, "scratch", "probe", "finetune")
+METHODS = (*BASELINES, "scratch", "probe", "static_probe", "finetune")
 LABELS = {"topic": [10, 40, 160, 640, 2000], "genre": [24, 96, 384, 1536, 6144]}
 SETTINGS = {
     "max_length": 64,  # tokens, [CLS] and [SEP] included
@@ -119,18 +122,21 @@ def run_one(method, task: Task, n, seed, encoder, tokenizer, features) -> dict:
     if method in BASELINES:
         return {k: baseline_accuracy(method, texts, labels, task.texts[k], task.labels[k])
                 for k in task.texts}  # fmt: skip
-    if method == "probe":
+    if method in ("probe", "static_probe"):
         frozen = build_classifier(encoder, task.n_classes, "probe", pooling="mean", seed=seed)
-        if "tests" not in features:
-            features["tests"] = {k: encode_features(frozen, b) for k, b in task.batches.items()}
+        static = method == "static_probe"
+        if method not in features:
+            features[method] = {
+                k: encode_features(frozen, b, static=static) for k, b in task.batches.items()
+            }
         data = tokenize_labelled(tokenizer, texts, labels, SETTINGS["max_length"])
         head = fit_probe(
-            encode_features(frozen, data), data.labels, task.n_classes,
+            encode_features(frozen, data, static=static), data.labels, task.n_classes,
             steps=SETTINGS["probe_steps"], lr=SETTINGS["probe_lr"],
             weight_decay=SETTINGS["weight_decay"], seed=seed,
         )  # fmt: skip
         with torch.no_grad():
-            for k, f in features["tests"].items():
+            for k, f in features[method].items():
                 out[k] = (head(f).argmax(-1) == task.batches[k].labels).float().mean().item()
         return out
     data = tokenize_labelled(tokenizer, texts, labels, SETTINGS["max_length"])
@@ -167,7 +173,18 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--resume", action="store_true", help="keep the results already there")
+    parser.add_argument("--finetune-epochs", type=int, help="a longer schedule (needs --out)")
+    parser.add_argument("--finetune-min-steps", type=int, help="a longer schedule (needs --out)")
+    parser.add_argument("--finetune-curve-points", type=int, help="evaluations per run")
     args = parser.parse_args(argv)
+    overrides = {
+        k: getattr(args, k)
+        for k in ("finetune_epochs", "finetune_min_steps", "finetune_curve_points")
+        if getattr(args, k) is not None
+    }
+    if overrides and args.out is None:
+        parser.error("a changed schedule is written to its own record: give --out")
+    SETTINGS.update(overrides)
     out = args.out or OUT[args.task]
     torch.set_num_threads(SETTINGS["threads"])
     torch.use_deterministic_algorithms(True)

@@ -543,6 +543,8 @@ for target, thunk, error, fragment in [
      ValueError, "data must hold at least one example"),
     (FT.encode_features, lambda: FT.encode_features(classifier(), _EMPTY), ValueError,
      "data must hold at least one example"),
+    (FT.encode_features, lambda: FT.encode_features(classifier(), labelled(), static=1),
+     TypeError, "static must be True or False, got 1"),
     (FT.classification_loss, lambda: FT.classification_loss(classifier(), "batch"), TypeError,
      "data must be a ClassificationBatch, got str"),
     (FT.train_classifier, lambda: FT.train_classifier(

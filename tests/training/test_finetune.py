@@ -168,6 +168,19 @@ def test_predict_and_features_agree_with_forward():
     )
 
 
+def test_static_features_are_mean_input_embeddings_and_ignore_context():
+    data = toy_data(6)
+    clf = SequenceClassifier(tiny_encoder(), 2, pooling="mean").eval()
+    feats = encode_features(clf, data, batch_size=4, static=True)
+    table = clf.encoder.embeddings.W_E.weight.detach()
+    for row, (ids, mask) in enumerate(zip(data.input_ids, data.attention_mask, strict=True)):
+        torch.testing.assert_close(feats[row], table[ids[mask.bool()]].mean(0))
+    # the order of the tokens (their context) changes nothing, unlike the encoder's output
+    flipped = ClassificationBatch(data.input_ids.flip(1), data.attention_mask.flip(1), data.labels)
+    torch.testing.assert_close(encode_features(clf, flipped, static=True), feats)
+    assert not torch.allclose(encode_features(clf, flipped), encode_features(clf, data))
+
+
 def test_probe_folds_standardisation_and_separates_separable_features():
     gen = torch.Generator().manual_seed(0)
     labels = torch.arange(60) % 3

@@ -47,6 +47,7 @@ from transformer_lab.checks import (
 from transformer_lab.device import evaluating
 from transformer_lab.models.bert import BertConfig, BertModel
 from transformer_lab.models.classifier import SequenceClassifier
+from transformer_lab.nn.pooling import mean_pool
 from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training.loop import TrainResult, to_device, train
 from transformer_lab.training.schedules import warmup_linear
@@ -257,11 +258,25 @@ def classification_accuracy(
 
 @torch.no_grad()
 def encode_features(
-    model: SequenceClassifier, data: ClassificationBatch, batch_size: int = 64
+    model: SequenceClassifier,
+    data: ClassificationBatch,
+    batch_size: int = 64,
+    *,
+    static: bool = False,
 ) -> torch.Tensor:
-    """The pooled vectors ``[n, d_model]`` of a (frozen) classifier's encoder, in eval mode."""
+    """The pooled vectors ``[n, d_model]`` of a (frozen) classifier's encoder, in eval mode.
+
+    With ``static=True``, the mean over the real tokens of the encoder's *input* token
+    embeddings instead: rows of its word-embedding table, with no position, no
+    normalization and no attention. That is what a bag of the encoder's word vectors
+    knows, each word read alone, whatever the sentence around it."""
     instance_of(model, SequenceClassifier, "model")
     instance_of(data, ClassificationBatch, "data")
+    if not isinstance(static, bool):
+        raise TypeError(f"static must be True or False, got {static!r}")
+    if static:
+        table = model.encoder.embeddings.W_E
+        return _in_batches(model, data, batch_size, lambda b: mean_pool(table(b[0]), b[1]))
     return _in_batches(model, data, batch_size, lambda b: model.features(*b))
 
 
