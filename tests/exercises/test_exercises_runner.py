@@ -22,7 +22,7 @@ CHAPTER_MODULES = [
     "ch01_embeddings", "ch02_rnn", "ch03_seq2seq", "ch04_self_attention", "ch05_scaling",
     "ch06_masking", "ch07_positions", "ch08_multi_head", "ch09_add_and_norm", "ch10_block",
     "ch11_encoder_decoder", "ch12_bert", "ch13_gpt", "ch14_decoders", "ch15_fine_tuning",
-    "ch16_lora", "ch17_recall", "ch18_data_parallel",
+    "ch16_lora", "ch17_recall", "ch18_data_parallel", "ch19_whisper",
 ]  # fmt: skip
 
 

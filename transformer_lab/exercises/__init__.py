@@ -17,7 +17,7 @@ Layout:
   first matching mistake), ``close``, ``largest_difference``, ``describe_shapes``.
 - :mod:`.attention_mistakes`: random attention inputs and the usual mistakes in attention,
   shared by the attention checkers.
-- one module per chapter, ``chNN_topic.py`` (``ch01_embeddings`` ... ``ch18_data_parallel``),
+- one module per chapter, ``chNN_topic.py`` (``ch01_embeddings`` ... ``ch19_whisper``),
   holding that chapter's checkers; every exercise has a checker of its own.
   A checker module imports only :mod:`.runner`, :mod:`.attention_mistakes` and other
   modules' public names; the model modules never import checkers.
@@ -82,6 +82,7 @@ from transformer_lab.exercises.ch15_fine_tuning import (
 from transformer_lab.exercises.ch16_lora import check_lora_count, check_lora_forward, check_merge
 from transformer_lab.exercises.ch17_recall import check_entry_of, check_max_pairs
 from transformer_lab.exercises.ch18_data_parallel import check_global_batch, check_ring_all_reduce
+from transformer_lab.exercises.ch19_whisper import check_cache_numbers, check_frames_per_second
 from transformer_lab.exercises.runner import CheckResult, WrongAnswer, run_check
 
 __all__ = [
@@ -157,4 +158,7 @@ __all__ = [
     # chapter 18
     "check_ring_all_reduce",
     "check_global_batch",
+    # chapter 19
+    "check_frames_per_second",
+    "check_cache_numbers",
 ]
