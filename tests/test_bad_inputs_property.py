@@ -58,8 +58,10 @@ from test_bad_inputs import public_callables
 
 import transformer_lab
 from transformer_lab.analysis import roofline as ROOF
+from transformer_lab.analysis import speech_metrics as SPM
 from transformer_lab.analysis import text_loss as TLOSS
 from transformer_lab.data import recall as RD
+from transformer_lab.data import speech as SPEECH
 from transformer_lab.models import gpt as GPT_MOD
 from transformer_lab.models import ngram as NG
 from transformer_lab.models import recall as RM
@@ -231,6 +233,11 @@ VALID = {
         GL.llama_config_from_gguf, (gguf_contents().metadata,), {}),
     "transformer_lab.pretrained.smollm2.llama_from_gguf": lambda: (
         GL.llama_from_gguf, (gguf_contents(),), {}),
+    "transformer_lab.data.speech.speak": lambda: (
+        SPEECH.speak, ("hi",), {"words_per_minute": 150, "voice": "en-us", "pause_ms": 0}),
+    "transformer_lab.analysis.speech_metrics.words_in": lambda: (SPM.words_in, ("A b!",), {}),
+    "transformer_lab.analysis.speech_metrics.word_error_rate": lambda: (
+        SPM.word_error_rate, ("the cat sat", "the bat sat"), {}),
 }  # fmt: skip
 
 # callables without a valid call here, each with the reason
