@@ -199,7 +199,12 @@ def _synthesize(
         raise RuntimeError(f"eSpeak NG failed: {header}")
     if header["sample_rate"] != ESPEAK_RATE:
         raise RuntimeError(f"eSpeak NG spoke at {header['sample_rate']} Hz, not {ESPEAK_RATE}")
-    return np.frombuffer(pcm, dtype="<i2").copy(), header["events"]
+    events = header["events"]
+    # speak_lib.h calls an event's sample field internal; eSpeak NG 1.52 fills it with the
+    # sample count that its audio_position (whole ms) is rounded down from. Times rest on it.
+    if any(abs(e[4] * 1000 // ESPEAK_RATE - e[3]) > 1 for e in events):
+        raise RuntimeError("eSpeak NG's events give samples that disagree with their ms")
+    return np.frombuffer(pcm, dtype="<i2").copy(), events
 
 
 def _display(token: str) -> str:
