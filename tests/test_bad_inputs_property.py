@@ -57,6 +57,7 @@ from hypothesis import strategies as st
 from test_bad_inputs import public_callables
 
 import transformer_lab
+from transformer_lab.analysis import alignment as ALIGN
 from transformer_lab.analysis import roofline as ROOF
 from transformer_lab.analysis import speech_metrics as SPM
 from transformer_lab.analysis import text_loss as TLOSS
@@ -105,6 +106,18 @@ def _recall_batch():
 VALID = {
     "transformer_lab.checks.positive_int": lambda: (CHECKS.positive_int, (3, "n"), {}),
     "transformer_lab.analysis.roofline.roofline": lambda: (ROOF.roofline, (5e8, 2.8e10), {}),
+    "transformer_lab.analysis.alignment.dtw_path": lambda: (
+        ALIGN.dtw_path, (torch.rand(3, 5),), {}),
+    "transformer_lab.analysis.alignment.token_words": lambda: (
+        ALIGN.token_words, ([" a", "b", " c"],), {}),
+    "transformer_lab.analysis.alignment.attention_word_times": lambda: (
+        ALIGN.attention_word_times, (torch.rand(2, 3, 12), [" a", " b", " c"], 10, 50.0), {}),
+    "transformer_lab.analysis.alignment.voiced_span": lambda: (
+        ALIGN.voiced_span, (torch.sin(torch.arange(400.0)), 1000), {}),
+    "transformer_lab.analysis.alignment.spread_word_times": lambda: (
+        ALIGN.spread_word_times, (["ab", "c"], 0.5, 1.5), {}),
+    "transformer_lab.analysis.alignment.timing_errors": lambda: (
+        ALIGN.timing_errors, ([("a", 0.0, 0.5)], [("a", 0.1, 0.4)]), {}),
     "transformer_lab.pretrained.book_gpt.quantize_rows": lambda: (
         BOOK_GPT.quantize_rows,
         (torch.randn(3, 4),), {}),
