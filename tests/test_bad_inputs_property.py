@@ -19,10 +19,12 @@ within :data:`TIME_LIMIT` seconds. Callables without a valid call here are liste
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import os
 import signal
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +71,8 @@ from transformer_lab.models import recall as RM
 from transformer_lab.nn import pooling as POOL
 from transformer_lab.nn.functional import at_least_float32
 from transformer_lab.pretrained import book_gpt as BOOK_GPT
+from transformer_lab.pretrained import ctranslate2_format as CT2_FORMAT
+from transformer_lab.pretrained import whisper as WHISPER
 from transformer_lab.training import recall as RT
 
 PACKAGE = str(Path(transformer_lab.__file__).resolve().parent)
@@ -100,6 +104,14 @@ def _recall_model():
 
 def _recall_batch():
     return RD.RecallTask(n_keys=8, n_values=4).batch(2, 3, torch.Generator().manual_seed(0))
+
+
+@functools.cache
+def _ct2_file() -> str:
+    """A small CTranslate2 model.bin in a temporary folder (one float16 variable, an alias)."""
+    folder = Path(tempfile.mkdtemp(prefix="property_ct2_"))
+    variables = {"w": torch.ones(2, 3, dtype=torch.float16)}
+    return str(CT2_FORMAT.write_ctranslate2(folder, variables, spec="T", aliases={"v": "w"}))
 
 
 # name -> () -> (callable, args, kwargs): one valid call each, on small inputs
@@ -251,6 +263,21 @@ VALID = {
     "transformer_lab.analysis.speech_metrics.words_in": lambda: (SPM.words_in, ("A b!",), {}),
     "transformer_lab.analysis.speech_metrics.word_error_rate": lambda: (
         SPM.word_error_rate, ("the cat sat", "the bat sat"), {}),
+    "transformer_lab.pretrained.ctranslate2_format.read_ctranslate2": lambda: (
+        CT2_FORMAT.read_ctranslate2, (_ct2_file(),), {}),
+    "transformer_lab.pretrained.whisper.log_mel": lambda: (
+        WHISPER.log_mel, (0.1 * torch.randn(1600),), {"sample_rate": 16000, "truncate": False}),
+    "transformer_lab.pretrained.whisper.mel_filters": lambda: (
+        WHISPER.mel_filters, (8,), {"n_fft": 64, "sample_rate": 8000}),
+    "transformer_lab.pretrained.whisper.whisper_sinusoids": lambda: (
+        WHISPER.whisper_sinusoids, (4, 8), {"max_timescale": 100.0}),
+    "transformer_lab.pretrained.whisper.WhisperConfig": lambda: (
+        WHISPER.WhisperConfig, (),
+        {"d_model": 8, "n_audio_heads": 2, "n_text_heads": 2, "d_mlp": 8, "eps": 1e-5}),
+    "transformer_lab.pretrained.whisper.WhisperGeneration": lambda: (
+        WHISPER.WhisperGeneration, (),
+        {"sot_id": 5, "suppress_ids": (1, 2), "suppress_ids_begin": (3,),
+         "alignment_heads": ((0, 1),), "max_length": 16}),
 }  # fmt: skip
 
 # callables without a valid call here, each with the reason
@@ -285,7 +312,33 @@ _R_EXPORT = (
     "exports a model, measures a tokenizer or reads the shipped GPT checkpoint (seconds, "
     "files); table cases in tests/export/bad_inputs_export.py"
 )
+_R_WHISPER = (
+    "needs Whisper's installed weights and tokenizer, or a model built from a config (a "
+    "second or more a call); table cases in tests/pretrained/bad_inputs_whisper.py"
+)
 SKIPPED = {
+    **{
+        f"transformer_lab.pretrained.whisper.{n}": _R_WHISPER
+        for n in [
+            "WhisperTokenizer",
+            "WhisperEncoder",
+            "WhisperDecoderBlock",
+            "WhisperDecoder",
+            "Whisper",
+            "config_from_ctranslate2",
+            "whisper_from_ctranslate2",
+            "whisper_tiny_en",
+            "greedy_transcribe",
+            "transcribe",
+        ]
+    },
+    "transformer_lab.pretrained.whisper.whisper_dir": "takes no argument: it finds the "
+    "installed package; table case in tests/pretrained/bad_inputs_whisper.py",
+    "transformer_lab.pretrained.ctranslate2_format.write_ctranslate2": "writes a file where "
+    "it is told (a substituted path would write into the working folder); table cases in "
+    "tests/pretrained/bad_inputs_whisper.py",
+    "transformer_lab.pretrained.ctranslate2_format.MissingVariableError": "an exception class; "
+    "table case in tests/pretrained/bad_inputs_whisper.py",
     **{
         f"transformer_lab.nn.lora.{n}": "a module to adapt; table cases in "
         "tests/nn/bad_inputs_nn_lora.py"
