@@ -4,10 +4,10 @@ WhisperForConditionalGeneration built from a hand-written WhisperConfig for tiny
 given the same weights, renamed below) and against CTranslate2 running the same model.bin.
 
 The speech is eSpeak NG's (transformer_lab.data.speech), four English sentences. The heavy
-things happen once per run: our model, transformers' model, the clips and our greedy
-transcripts (session fixtures). Tolerances: log-mel within 1e-4 of transformers, logits
-within 1e-4 in float32; greedy tokens must be equal. The largest differences seen are
-printed (pytest -s).
+things happen once per run, in fixtures shared by every test and run on one thread: our
+model, transformers' model, the clips and our greedy transcripts. Tolerances: log-mel
+within 1e-4 of transformers, logits within 1e-4 in float32; greedy tokens must be equal.
+The largest differences seen are printed (pytest -s).
 """
 
 from __future__ import annotations
@@ -72,14 +72,16 @@ def clips():
 
 @pytest.fixture(scope="session")
 def mels(clips):
-    return [W.log_mel(audio) for audio in clips]
+    with num_threads(1):
+        return [W.log_mel(audio) for audio in clips]
 
 
 @pytest.fixture(scope="session")
 def greedy(ours, mels):
     """Our greedy decoding of every clip, with the cross-attention weights."""
     model, _ = ours
-    return [W.greedy_transcribe(model, mel, need_cross_weights=True) for mel in mels]
+    with num_threads(1):
+        return [W.greedy_transcribe(model, mel, need_cross_weights=True) for mel in mels]
 
 
 def hf_state_dict(ct2: CT2.CTranslate2Model, d_model: int = 384) -> dict[str, torch.Tensor]:
