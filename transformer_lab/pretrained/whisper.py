@@ -897,8 +897,9 @@ class GreedyResult:
     (ending with <|endoftext|> when decoding stopped on it), why it stopped
     ("endoftext" or "max_length"), and with need_cross_weights the cross-attention
     weights [layers, heads, len(tokens), src_pos]: row t is the attention of the
-    position that predicted tokens[t]. encode_seconds and decode_seconds are the
-    wall-clock times of the encoder and of the decoding loop."""
+    position that predicted tokens[t]. encode_seconds and decode_seconds are the times of
+    the encoder and of the decoding loop: processor seconds of the process on the CPU (run
+    torch on one thread to time one thread), wall-clock seconds on a GPU."""
 
     prompt: list[int]
     tokens: list[int]
@@ -909,8 +910,8 @@ class GreedyResult:
 
     @property
     def seconds_per_token(self) -> float:
-        """Wall-clock seconds of decoding per generated token (the encoder excluded; the
-        cross-attention keys and values included, however they are computed)."""
+        """Seconds of decoding per generated token, on decode_seconds' clock (the encoder
+        excluded; the cross-attention keys and values included, however computed)."""
         return self.decode_seconds / max(len(self.tokens), 1)
 
 
@@ -923,7 +924,11 @@ class Transcript(GreedyResult):
 
 
 def _clock(device: torch.device) -> float:
-    """time.perf_counter() once the device has finished its queued work."""
+    """The book's clock for a device: processor seconds of this process on the CPU (one
+    thread's when torch runs on one), wall-clock seconds on a GPU once its queued work is
+    done."""
+    if device.type == "cpu":
+        return time.process_time()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return time.perf_counter()
