@@ -74,6 +74,7 @@ CHAPTER_TITLES = {
     "12_bert": "BERT: an encoder that reads both ways",
     "13_gpt": "Let's build a GPT",
     "17_recall": "Where attention wins: recall from context",
+    "19_whisper": "A real encoder-decoder: Whisper",
 }
 # the picture each chapter of parts 3-4 shows near its top: (variant, highlighted parts)
 CHAPTER_VIEWS = {
@@ -89,6 +90,7 @@ CHAPTER_VIEWS = {
     "13_gpt": ("decoder", ("decoder_block", "output")),
     "14_todays_decoders": ("decoder", ("positions", "add_norm", "feed_forward", "heads")),
     "17_recall": ("decoder", ("masked_self_attention", "heads")),
+    "19_whisper": ("encoder-decoder", ("cross_attention", "encoder_block", "decoder_block")),
 }
 _TITLES = {
     "encoder-decoder": "The encoder-decoder Transformer",
