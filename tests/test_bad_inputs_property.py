@@ -123,7 +123,7 @@ VALID = {
     "transformer_lab.analysis.alignment.token_words": lambda: (
         ALIGN.token_words, ([" a", "b", " c"],), {}),
     "transformer_lab.analysis.alignment.attention_word_times": lambda: (
-        ALIGN.attention_word_times, (torch.rand(2, 3, 12), [" a", " b", " c"], 10, 50.0), {}),
+        ALIGN.attention_word_times, (torch.rand(2, 4, 12), [" a", " b", " c"], 10, 50.0), {}),
     "transformer_lab.analysis.alignment.voiced_span": lambda: (
         ALIGN.voiced_span, (torch.sin(torch.arange(400.0)), 1000), {}),
     "transformer_lab.analysis.alignment.spread_word_times": lambda: (

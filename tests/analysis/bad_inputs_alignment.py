@@ -7,7 +7,7 @@ from bad_input_support import case, torch
 
 from transformer_lab.analysis import alignment as AL
 
-W = torch.rand(2, 3, 10)
+W = torch.rand(2, 4, 10)  # three tokens and the end of text
 PIECES = [" a", " b", " c"]
 
 case(AL.dtw_path, lambda: AL.dtw_path(torch.ones(0, 3)), ValueError,
@@ -18,7 +18,8 @@ case(AL.dtw_path, lambda: AL.dtw_path(torch.ones(3)), ValueError, "cost must")
 case(AL.token_words, lambda: AL.token_words(" a b"), TypeError, "pieces must be")
 case(AL.token_words, lambda: AL.token_words([" a", 3]), TypeError, "pieces must all be str")
 case(AL.attention_word_times, lambda: AL.attention_word_times(W, PIECES[:2], 10, 50.0),
-     ValueError, "pieces must hold one text per token of weights (3), got 2")  # fmt: skip
+     ValueError,
+     "weights must hold one row per piece and one for the end of text (3), got 4")  # fmt: skip
 case(AL.attention_word_times, lambda: AL.attention_word_times(W, PIECES, 11, 50.0),
      ValueError, "n_frames must be at most the weights' 10 frames, got 11")  # fmt: skip
 case(AL.attention_word_times, lambda: AL.attention_word_times(W, PIECES, 10, 0.0),

@@ -58,11 +58,12 @@ def test_token_words_groups_pieces():
 
 
 def test_attention_word_times_follow_a_clean_diagonal():
-    # three words of one token each, attending to frames 0-9, 10-19, 20-29 of 40
-    weights = torch.full((2, 3, 40), 1e-3)
-    for t in range(3):
+    # three words of one token each, attending to frames 0-9, 10-19, 20-29 of 40, and the
+    # end of text to frames 30-39
+    weights = torch.full((2, 4, 40), 1e-3)
+    for t in range(4):
         weights[:, t, 10 * t : 10 * t + 10] = 1.0
-    times = attention_word_times(weights, [" one", " two", " three"], 30, 50.0, filter_width=3)
+    times = attention_word_times(weights, [" one", " two", " three"], 40, 50.0, filter_width=3)
     assert [w for w, _, _ in times] == ["one", "two", "three"]
     np.testing.assert_allclose([s for _, s, _ in times], [0.0, 0.2, 0.4], atol=0.021)
     np.testing.assert_allclose([e for _, _, e in times], [0.2, 0.4, 0.6], atol=0.021)

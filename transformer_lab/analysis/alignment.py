@@ -109,32 +109,33 @@ def attention_word_times(
     *,
     filter_width: int = 7,
 ) -> list[tuple[str, float, float]]:
-    """Each word's start and end in seconds from cross-attention ``weights [heads, tokens,
-    frames]`` (the chosen heads' attention of each text token to the encoder's frames).
+    """Each word's start and end in seconds from cross-attention ``weights [heads, tokens + 1,
+    frames]``: the chosen heads' attention to the encoder's frames from the decoder position
+    that predicts each text token of ``pieces``, plus a last row from the position that
+    predicts the end of the text (its first frame ends the last word).
 
     The frames are cut to the ``n_frames`` that hold audio and each token's attention is
     renormalised over them; each head's matrix is standardised over the tokens (so that a
     frame every token reads does not dominate) and smoothed along time by a median filter
     ``filter_width`` frames wide; the heads are averaged, and the monotone path of greatest
     attention (``dtw_path`` of its negative) assigns frames to tokens. A word starts at the
-    first frame of its first token and ends where the next word starts, or at the path's
-    end for the last word."""
-    w = floating_tensor(weights, "weights", 3, "[heads, tokens, frames]").detach().float().cpu()
+    first frame of its first token and ends where the next word starts, or where the end of
+    text starts for the last word."""
+    w = floating_tensor(weights, "weights", 3, "[heads, tokens + 1, frames]").detach().float().cpu()
     n_frames = positive_int(n_frames, "n_frames")
     rate = positive_number(frames_per_second, "frames_per_second")
     filter_width = positive_int(filter_width, "filter_width")
     if filter_width % 2 == 0:
         raise ValueError(f"filter_width must be odd, got {filter_width}")
-    if len(pieces) != w.shape[1]:
+    if len(pieces) + 1 != w.shape[1]:
         raise ValueError(
-            f"pieces must hold one text per token of weights ({w.shape[1]}), got {len(pieces)}"
+            f"weights must hold one row per piece and one for the end of text "
+            f"({len(pieces) + 1}), got {w.shape[1]}"
         )
     if n_frames > w.shape[2]:
         raise ValueError(
             f"n_frames must be at most the weights' {w.shape[2]} frames, got {n_frames}"
         )
-    if w.shape[1] == 0:
-        raise ValueError("weights must hold at least one token")
     words = token_words(list(pieces))
     if not words:
         raise ValueError("pieces hold no word to time")
@@ -149,7 +150,7 @@ def attention_word_times(
         if first[r] < 0:
             first[r] = c
     starts = [first[idx[0]] / rate for _, idx in words]
-    ends = [*starts[1:], (cols[-1] + 1) / rate]
+    ends = [*starts[1:], first[-1] / rate]
     return [(word, float(s), float(e)) for (word, _), s, e in zip(words, starts, ends, strict=True)]
 
 
