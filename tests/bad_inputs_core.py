@@ -117,6 +117,10 @@ case(
     ValueError,
     "lr must be a positive number",
 )
+case(CH.positive_number, lambda: CH.positive_number(10**400, "lr"), ValueError,
+     "lr must be a positive number")  # fmt: skip
+case(CH.finite_number, lambda: CH.finite_number(-(10**400), "x"), ValueError,
+     "x must be a finite number")  # fmt: skip
 case(
     CH.positive_number,
     lambda: CH.positive_number(float("inf"), "lr"),

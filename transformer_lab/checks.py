@@ -101,16 +101,24 @@ def _is_number(value) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool)
 
 
+def _finite(value) -> bool:
+    """A finite number that a float can hold: an int beyond the float range is not."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def positive_number(value, name: str) -> float:
     """``value`` if it is a finite number > 0, else "``name`` must be a positive number"."""
-    if not _is_number(value) or not math.isfinite(value) or value <= 0:
+    if not _is_number(value) or not _finite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
     return _plain(value)
 
 
 def non_negative_number(value, name: str) -> float:
     """``value`` if it is a finite number >= 0."""
-    if not _is_number(value) or not math.isfinite(value) or value < 0:
+    if not _is_number(value) or not _finite(value) or value < 0:
         raise ValueError(f"{name} must be a non-negative number, got {value!r}")
     return _plain(value)
 
@@ -125,7 +133,7 @@ def finite_number(
     if not _is_number(value):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     low_ok = (above is None or value > above) and (at_least is None or value >= at_least)
-    if not (low_ok and math.isfinite(value)):
+    if not (low_ok and _finite(value)):
         if above is not None:
             want = "a positive finite number" if above == 0 else f"a finite number > {above}"
         else:

@@ -113,6 +113,8 @@ case(
 )
 
 case(MLM.pad_batch, lambda: MLM.pad_batch([], 0), ValueError, "need at least one sequence")
+case(MLM.pad_batch, lambda: MLM.pad_batch([[1, 2], []], 0), ValueError,
+     "every sequence needs at least one token; sequence 1 is empty")  # fmt: skip
 
 case(
     MLM.pad_batch,
@@ -512,6 +514,10 @@ case(
 )
 case(TOP.fill, lambda: TOP.fill("the {w}", "two words"), ValueError, "word must be one word")
 case(TOP.topic_task, lambda: TOP.topic_task("a"), TypeError, "seed must be an int")
+case(TOP.topic_task, lambda: TOP.topic_task([1]), TypeError, "seed must be an int, got list")
+case(
+    TOP.fill, lambda: TOP.fill("{a} {w}", "Apple!"), ValueError, "word must be one word of letters"
+)
 case(
     TOP.sample_labelled,
     lambda: TOP.sample_labelled(TOP.topic_task(0).train, 7, 0),

@@ -16,5 +16,11 @@ case(GN.prompt, lambda: GN.prompt(12), TypeError, "words")
 case(GN.answer, lambda: GN.answer("12"), TypeError, "number must be an int")
 case(GN.few_shot_prefix, lambda: GN.few_shot_prefix("elf = 11"), TypeError, "shots must be")
 case(GN.read_number, lambda: GN.read_number(None), TypeError, "reply")
+case(GN.read_number, lambda: GN.read_number("9" * 5000), ValueError,
+     "reply's first number has 5000 digits; at most 4000 are read")  # fmt: skip
+case(GN.few_shot_prefix, lambda: GN.few_shot_prefix([("eins",)]), TypeError,
+     "shots[0] must be a NumberPair or a (words, number) pair, got ('eins',)")  # fmt: skip
+case(GN.nearest_word_answer, lambda: GN.nearest_word_answer([("eins", 1)], "elf"), TypeError,
+     "train must hold NumberPairs only, got ('eins', 1)")  # fmt: skip
 case(GN.nearest_word_answer, lambda: GN.nearest_word_answer([], "elf"), ValueError, "at least one")
 case(GN.nearest_word_answer, lambda: GN.nearest_word_answer("elf", "elf"), TypeError, "train must")

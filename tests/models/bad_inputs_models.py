@@ -124,6 +124,10 @@ case(
 )
 
 case(BE.BertModel, lambda: BE.BertModel(None), TypeError, "cfg must be a BertConfig, got NoneType")
+case(BE.BertModel, lambda: bert().bert(ids([1, 2]), attention_mask=torch.tensor([[1, 2]])),
+     ValueError, "attention_mask must hold 1 for real tokens and 0 for padding")  # fmt: skip
+case(LL.Llama, lambda: llama()(ids([1, 2]), attention_mask=torch.tensor([[1, 2]])),
+     ValueError, "attention_mask must hold 1 (or True) for real tokens")  # fmt: skip
 
 case(
     BE.BertModel,

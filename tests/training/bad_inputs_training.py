@@ -348,6 +348,8 @@ case(TRN.TrainResult, lambda: TRN.TrainResult([1.0]).smoothed(0), ValueError, "w
 case(DI.setup, lambda: DI.setup("gpu"), ValueError, "must name a device such as 'cpu'")
 
 case(DI.setup, lambda: DI.setup("cpu", backend="mpi"), ValueError, "backend must be 'nccl'")
+case(DI.setup, lambda: DI.setup("cpu", backend="nccl"), ValueError,
+     "the nccl backend needs CUDA devices, got device cpu")  # fmt: skip
 
 case(DI.shard, lambda: DI.shard(torch.zeros(5, 2), 0, 2), ValueError, "does not split evenly")
 
@@ -504,6 +506,12 @@ case(PRG.progress_bar, lambda: PRG.progress_bar(True, "x"), ValueError, "non-neg
 case(PRG.progress_bar, lambda: PRG.progress_bar(3, None), TypeError, "desc must be a string")
 case(
     SCH.warmup_decay,
+    lambda: SCH.warmup_decay(0, start=5, end=2),
+    ValueError,
+    "end must be at least start=5",
+)
+case(
+    SCH.warmup_decay,
     lambda: SCH.warmup_decay(1, 1, 5, "exponential"),
     ValueError,
     "decay must be one of",
@@ -543,6 +551,8 @@ for target, thunk, error, fragment in [
      ValueError, "data must hold at least one example"),
     (FT.encode_features, lambda: FT.encode_features(classifier(), _EMPTY), ValueError,
      "data must hold at least one example"),
+    (FT.tokenize_labelled, lambda: FT.tokenize_labelled(wordpiece(), ["a b"], [-1], 8),
+     ValueError, "labels must be class ids >= 0, got [-1]"),
     (FT.encode_features, lambda: FT.encode_features(classifier(), labelled(), static=1),
      TypeError, "static must be True or False, got 1"),
     (FT.classification_loss, lambda: FT.classification_loss(classifier(), "batch"), TypeError,
@@ -621,6 +631,8 @@ for target, thunk, error, fragment in [
      "warmup=20 is longer than steps=10"),
     (WB.WordBertRecipe, lambda: WB.WordBertRecipe(mask_prob=1.0), ValueError,
      "mask_prob must be below 1, got 1.0"),
+    (WB.WordBertRecipe, lambda: WB.WordBertRecipe(vocab_size=5), ValueError,
+     "vocab_size must be above the 5 special tokens"),
     (WB.WordBertRecipe, lambda: WB.WordBertRecipe(d_model=100, n_heads=3), ValueError,
      "d_model=100 must be divisible by n_heads=3"),
     (WB.pretrain_word_bert, lambda: WB.pretrain_word_bert({"steps": 5}), TypeError,

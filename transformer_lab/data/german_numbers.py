@@ -104,7 +104,11 @@ def few_shot_prefix(shots: Sequence[NumberPair | tuple[str, int]]) -> str:
             f"shots must be a list of (words, number) pairs, got {type(shots).__name__}"
         )
     lines = []
-    for shot in shots:
+    for i, shot in enumerate(shots):
+        if not isinstance(shot, NumberPair) and (not isinstance(shot, tuple) or len(shot) != 2):
+            raise TypeError(
+                f"shots[{i}] must be a NumberPair or a (words, number) pair, got {shot!r}"
+            )
         words, number = (shot.words, shot.number) if isinstance(shot, NumberPair) else shot
         lines.append(prompt(words) + answer(number))
     return "".join(lines)
@@ -114,6 +118,10 @@ def read_number(reply: str) -> int | None:
     """The first run of digits in ``reply`` as an int (``" 312\\n..."`` -> 312), None if
     there is none. Separators inside a number are not read: ``"1.000"`` gives 1."""
     match = re.search(r"\d+", string(reply, "reply"))
+    if match is not None and len(match.group()) > 4000:
+        raise ValueError(
+            f"reply's first number has {len(match.group())} digits; at most 4000 are read"
+        )
     return None if match is None else int(match.group())
 
 
@@ -123,6 +131,9 @@ def nearest_word_answer(train: Sequence[NumberPair], words: str) -> int:
     instance_of(train, (list, tuple), "train", "a list of NumberPair")
     if not train:
         raise ValueError("train must hold at least one NumberPair, got none")
+    if not all(isinstance(p, NumberPair) for p in train):
+        bad = next(p for p in train if not isinstance(p, NumberPair))
+        raise TypeError(f"train must hold NumberPairs only, got {bad!r}")
     words = string(words, "words")
     ratio = lambda p: difflib.SequenceMatcher(None, p.words, words).ratio()  # noqa: E731
     return max(train, key=ratio).number

@@ -21,6 +21,8 @@ def balanced_draw(
     ``seed`` and the label only, so different ``n`` with one seed give nested draws.
     ``source`` names where a pool comes from and ``kind`` the examples, for the messages
     (``"genre_task().train"``, ``"passages"``)."""
+    if isinstance(classes, str) or not isinstance(classes, (tuple, list)) or not classes:
+        raise ValueError(f"classes must be a non-empty list of label names, got {classes!r}")
     if not is_int(n) or n <= 0 or n % len(classes):
         raise ValueError(f"n must be a positive multiple of {len(classes)}, got {n!r}")
     seed = integer(seed, "seed")

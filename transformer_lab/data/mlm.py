@@ -224,6 +224,9 @@ def pad_batch(
             ok = False
         if not ok:
             raise TypeError(f"sequences must hold lists of int token ids, got {s!r}")
+    empty = [row for row, s in enumerate(sequences) if len(s) == 0]
+    if empty:
+        raise ValueError(f"every sequence needs at least one token; sequence {empty[0]} is empty")
     width = max(len(s) for s in sequences)
     ids = torch.full((len(sequences), width), pad_value, dtype=torch.long)
     mask = torch.zeros((len(sequences), width), dtype=torch.long)

@@ -134,13 +134,18 @@ def fill(template: str, word: str) -> str:
         raise ValueError(f"template must be a str holding '{{w}}', got {template!r}")
     if not isinstance(word, str) or not word.isalpha():
         raise ValueError(f"word must be one word of letters, got {word!r}")
-    return template.replace("{a}", "an" if word[0] in "aeiou" else "a").replace("{w}", word)
+    article = "an" if word[0].lower() in "aeiou" else "a"
+    return template.replace("{a}", article).replace("{w}", word)
+
+
+def topic_task(seed: int = 0) -> TopicTask:
+    """The topic task, its words and templates split with ``seed``."""
+    return _topic_task(integer(seed, "seed"))
 
 
 @functools.lru_cache(maxsize=8)
-def topic_task(seed: int = 0) -> TopicTask:
-    """The topic task, its words and templates split with ``seed``."""
-    rng = random.Random(integer(seed, "seed"))
+def _topic_task(seed: int) -> TopicTask:
+    rng = random.Random(seed)
     templates = list(TEMPLATES)
     rng.shuffle(templates)
     train_t, test_t = templates[:TRAIN_TEMPLATES], templates[TRAIN_TEMPLATES:]

@@ -215,10 +215,7 @@ class BertModel(nn.Module):
                 f"attention_mask must be [batch, pos] = {tuple(input_ids.shape)} "
                 f"(1 = real token, 0 = padding), got {shape}"
             )
-        if (
-            attention_mask.is_floating_point()
-            and not ((attention_mask == 0) | (attention_mask == 1)).all()
-        ):
+        if not ((attention_mask == 0) | (attention_mask == 1)).all():
             raise ValueError("attention_mask must hold 1 for real tokens and 0 for padding")
         return (attention_mask != 0)[:, None, None, :]  # [batch, 1, 1, key_pos]
 

@@ -199,6 +199,10 @@ class Llama(nn.Module):
                 raise ValueError(
                     f"attention_mask must be [batch, pos]={tuple(idx.shape)} like idx, got {got}"
                 )
+            if not ((attention_mask == 0) | (attention_mask == 1)).all():
+                raise ValueError(
+                    "attention_mask must hold 1 (or True) for real tokens and 0 for padding"
+                )
             new = attention_mask.to(torch.bool)
             old = padding
             if old is None and offset:

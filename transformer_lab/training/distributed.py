@@ -130,6 +130,8 @@ def setup(device: torch.device | str | None = None, backend: str | None = None) 
         raise ValueError(f"backend must be 'nccl', 'gloo' or None, got {backend!r}")
     launch = _launch_place()
     if launch is None:
+        if backend == "nccl" and device.type != "cuda":
+            raise ValueError(f"the nccl backend needs CUDA devices, got device {device}")
         return DistInfo(device=device)
     rank, world, local = launch
     if device.type == "cuda":

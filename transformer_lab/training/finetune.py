@@ -190,6 +190,9 @@ def tokenize_labelled(
     bad = [y for y in labels if not is_int(y)]
     if bad:
         raise TypeError(f"labels must be int class ids, got {bad[:3]!r}")
+    negative = [y for y in labels if y < 0]
+    if negative:
+        raise ValueError(f"labels must be class ids >= 0, got {negative[:3]!r}")
     b = tokenizer(list(texts), max_length=max_length)
     return ClassificationBatch(
         b.input_ids, b.attention_mask, torch.tensor([int(y) for y in labels])

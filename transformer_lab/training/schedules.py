@@ -71,6 +71,10 @@ def warmup_decay(
     non_negative_int(warmup, "warmup")
     non_negative_int(start, "start")
     non_negative_int(end, "end")
+    if end < start:
+        raise ValueError(
+            f"end must be at least start={start}: the decay runs from start to end, got end={end}"
+        )
     one_of(decay, DECAYS, "decay")
     fraction(floor, "floor")
     length = max(1, end - start)
@@ -97,7 +101,7 @@ def lr_factor(step: int, recipe: TrainRecipe) -> float:
     from transformer_lab.training.gpt import TrainRecipe  # training.gpt imports this module
 
     instance_of(recipe, TrainRecipe, "recipe")
-    end = recipe.steps - 1
+    end = max(recipe.steps - 1, recipe.warmup)  # a warm-up over the whole run never decays
     return warmup_decay(recipe.warmup, recipe.warmup, end, floor=recipe.min_lr_ratio)(step)
 
 

@@ -29,6 +29,7 @@ from transformer_lab.checks import instance_of, integer, positive
 from transformer_lab.data import shakespeare
 from transformer_lab.data.mlm import (
     IGNORE_INDEX,
+    WORD_SPECIALS,
     PretrainingBatch,
     WordVocabulary,
     next_sentence_pairs,
@@ -237,6 +238,11 @@ class WordBertRecipe:
 
     def __post_init__(self):
         _check_recipe_fields(self)
+        if self.vocab_size <= len(WORD_SPECIALS):
+            raise ValueError(
+                f"vocab_size must be above the {len(WORD_SPECIALS)} special tokens, so that it "
+                f"holds at least one word, got {self.vocab_size}"
+            )
         if not self.mask_prob < 1:
             raise ValueError(f"mask_prob must be below 1, got {self.mask_prob}")
 
