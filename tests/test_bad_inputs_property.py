@@ -69,6 +69,7 @@ from transformer_lab.models import gpt as GPT_MOD
 from transformer_lab.models import ngram as NG
 from transformer_lab.models import recall as RM
 from transformer_lab.nn import pooling as POOL
+from transformer_lab.nn import stored_weights as STORED
 from transformer_lab.nn.functional import at_least_float32
 from transformer_lab.pretrained import book_gpt as BOOK_GPT
 from transformer_lab.pretrained import ctranslate2_format as CT2_FORMAT
@@ -118,6 +119,10 @@ def _ct2_file() -> str:
 VALID = {
     "transformer_lab.checks.positive_int": lambda: (CHECKS.positive_int, (3, "n"), {}),
     "transformer_lab.analysis.roofline.roofline": lambda: (ROOF.roofline, (5e8, 2.8e10), {}),
+    "transformer_lab.nn.stored_weights.StoredWeight": lambda: (
+        STORED.StoredWeight, (torch.randn(6, 4), "int8"), {}),
+    "transformer_lab.nn.stored_weights.storage_supported": lambda: (
+        STORED.storage_supported, ("bfloat16",), {}),
     "transformer_lab.analysis.alignment.dtw_path": lambda: (
         ALIGN.dtw_path, (torch.rand(3, 5),), {}),
     "transformer_lab.analysis.alignment.token_words": lambda: (
@@ -317,6 +322,8 @@ _R_WHISPER = (
     "second or more a call); table cases in tests/pretrained/bad_inputs_whisper.py"
 )
 SKIPPED = {
+    "transformer_lab.nn.stored_weights.store_matrices": "replaces a module's parameters in "
+    "place (a drawn module has none to store); table cases in tests/nn/bad_inputs_nn.py",
     **{
         f"transformer_lab.pretrained.whisper.{n}": _R_WHISPER
         for n in [

@@ -161,6 +161,57 @@ def main(argv: list[str] | None = None) -> dict:
         f"transformers {result['roofline_fraction_transformers']:.0%}"
     )
 
+    # the reduced-precision paths: the same prompt, interleaved with float32 (ours)
+    from transformer_lab.data.shakespeare import train_val_text
+    from transformer_lab.nn.stored_weights import STORAGES, storage_supported
+
+    held_out = torch.tensor([tok.encode(train_val_text()[1][:6000])[:1024]])
+    with torch.no_grad():
+        reference = model(held_out)[0].argmax(-1)  # [pos]: float32's next-token choices
+    stored = {}
+    for storage in STORAGES:
+        if not storage_supported(storage):
+            print(f"{storage} storage: this CPU lacks the kernels, skipped")
+            continue
+        stored[storage] = smollm2()[0].store_weights(storage)
+    if stored:
+        runs = {"float32": ours} | {
+            s: (lambda m=m: generate(m, ids, n, temperature=0, use_cache=True))
+            for s, m in stored.items()
+        }
+        outs = {s: fn() for s, fn in runs.items()}  # warm-up, and the tokens
+        spans: dict[str, list[float]] = {s: [] for s in runs}
+        for _ in range(args.repeats):
+            for s, fn in runs.items():
+                start = time.perf_counter()
+                fn()
+                spans[s].append(time.perf_counter() - start)
+        base = n / statistics.median(spans["float32"])
+        result["storage"] = {}
+        for s, m in stored.items():
+            rate = n / statistics.median(spans[s])
+            with torch.no_grad():
+                agree = (m(held_out)[0].argmax(-1) == reference).float().mean().item()
+            new = outs[s][0, ids.shape[1] :]
+            same_prefix = int((new == outs["float32"][0, ids.shape[1] :]).long().cumprod(0).sum())
+            s_read = decode_bytes_per_token(m, mean_context)
+            result["storage"][s] = {
+                "tokens_per_s": rate,
+                "speedup_over_float32": rate / base,
+                "argmax_agreement": agree,
+                "greedy_tokens_equal_to_float32": same_prefix,
+                "bytes_per_token": s_read,
+                "roofline_fraction": rate / roofline(s_read["total"], bandwidth),
+            }
+            print(
+                f"{s} storage: {rate:.1f} tokens/s against float32's {base:.1f} "
+                f"({rate / base:.2f}x, median of {args.repeats} interleaved); "
+                f"{s_read['total'] / 1e6:.0f} MB per step, "
+                f"{result['storage'][s]['roofline_fraction']:.0%} of its roofline; next-token "
+                f"argmax equal to float32's at {agree:.1%} of {held_out.shape[1]} held-out "
+                f"positions; greedy tokens equal for the first {same_prefix} of {n}"
+            )
+
     gpt, gpt_tok = load_book_gpt()
     prompt = torch.tensor([gpt_tok.encode("ROMEO:\n")])
     gpt_n = min(n, gpt.config.n_ctx - prompt.shape[1])

@@ -495,3 +495,6 @@ case(
 
 case(GP.init_blocks, lambda: GP.init_blocks([1, 2], 0.02), TypeError, "blocks must be")
 case(GP.init_blocks, lambda: GP.init_blocks(gpt().blocks, 0.0), ValueError, "std")
+case(LL.Llama, lambda: llama().store_weights("float16"), ValueError, "storage must be one of")
+case(LL.Llama, lambda: llama().store_weights("int8").store_weights("int8"), ValueError,
+     "the weights are already stored as int8")  # fmt: skip

@@ -161,6 +161,7 @@ case(
     TypeError,
     "device must be a device name or torch.device",
 )
+case(GL.smollm2, lambda: GL.smollm2(storage="int4"), ValueError, "storage must be one of")
 
 case(
     GL.chat,

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from transformer_lab.checks import instance_of, positive_int, positive_number
+from transformer_lab.nn.stored_weights import StoredWeight
 
 __all__ = ["read_bandwidth", "decode_bytes_per_token", "roofline"]
 
@@ -63,7 +64,9 @@ def decode_bytes_per_token(model: nn.Module, context: int, cache_dtype=None) -> 
     in its key/value cache: ``{"weights": ..., "cache": ..., "total": ...}``.
 
     ``weights``: every parameter once (a matrix shared by the embedding and the output head
-    is counted once: the head reads all of it, the embedding one row); ``cache``: the keys
+    is counted once: the head reads all of it, the embedding one row), and every stored
+    matrix in its own bytes (after ``Llama.store_weights``, the head reads its stored copy
+    and the float32 embedding one row); ``cache``: the keys
     and values of every layer for ``context`` positions, in ``cache_dtype`` (default: the
     weights' dtype). Activations are left out: at batch 1 they are a few kilobytes."""
     instance_of(model, nn.Module, "model", "an nn.Module")
@@ -75,6 +78,13 @@ def decode_bytes_per_token(model: nn.Module, context: int, cache_dtype=None) -> 
         if p.data_ptr() not in seen:
             seen.add(p.data_ptr())
             weights += p.numel() * p.element_size()
+    # matrices kept in fewer bytes (transformer_lab.nn.stored_weights) are no parameters
+    for m in model.modules():
+        weights += sum(v.nbytes for v in vars(m).values() if isinstance(v, StoredWeight))
+    embedding = getattr(model, "W_E", None)
+    if getattr(model, "stored_unembed", None) is not None and isinstance(embedding, torch.Tensor):
+        # the head reads its stored copy; the float32 embedding gives one row per token
+        weights -= (embedding.shape[0] - 1) * embedding.shape[1] * embedding.element_size()
     dtype = cache_dtype or next(model.parameters()).dtype
     cache = (
         2 * n_layers * n_kv_heads * d_head * context * torch.empty((), dtype=dtype).element_size()

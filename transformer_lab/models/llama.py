@@ -28,7 +28,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from transformer_lab.checks import check_token_batch, finite_number, instance_of, positive_int
+from transformer_lab.checks import (
+    check_token_batch,
+    finite_number,
+    instance_of,
+    one_of,
+    positive_int,
+)
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.attention import grouped_query_attention
 from transformer_lab.nn.feed_forward import SwiGLU
@@ -36,6 +42,7 @@ from transformer_lab.nn.kv_cache import KVCache
 from transformer_lab.nn.masks import causal_mask
 from transformer_lab.nn.norms import RMSNorm
 from transformer_lab.nn.positions import apply_rotary, rotary_cos_sin
+from transformer_lab.nn.stored_weights import STORAGES, StoredWeight, store_matrices
 
 __all__ = ["LlamaConfig", "LlamaAttention", "LlamaBlock", "Llama"]
 
@@ -137,6 +144,8 @@ class Llama(nn.Module):
         self.blocks = nn.ModuleList(LlamaBlock(c) for _ in range(c.n_layers))
         self.ln_final = RMSNorm(c.d_model, c.eps)
         self.W_U = None if c.tie_weights else nn.Parameter(torch.empty(c.d_model, c.d_vocab))
+        self.storage = "float32"  # how the matrices are kept: see store_weights
+        self.stored_unembed: StoredWeight | None = None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -158,9 +167,35 @@ class Llama(nn.Module):
             self.ln_final.gain.fill_(1.0)
 
     @property
-    def unembed(self) -> torch.Tensor:
-        """``[d_model, d_vocab]``: ``W_E`` transposed when the weights are tied."""
+    def unembed(self) -> torch.Tensor | StoredWeight:
+        """``[d_model, d_vocab]``: ``W_E`` transposed when the weights are tied (its stored
+        copy after :meth:`store_weights`)."""
+        if self.stored_unembed is not None:
+            return self.stored_unembed
         return self.W_E.T if self.W_U is None else self.W_U
+
+    @torch.no_grad()
+    def store_weights(self, storage: str) -> Llama:
+        """Keep every block's matrices and the unembedding in ``storage`` ("bfloat16" or
+        "int8", :mod:`transformer_lab.nn.stored_weights`) for faster decoding on the CPU:
+        each token then reads a half or a quarter of the bytes. The token embedding stays
+        float32 (a token reads one row of it). Inference only, once; returns the model."""
+        if self.storage != "float32":
+            raise ValueError(f"the weights are already stored as {self.storage}")
+        if self.W_E.device.type != "cpu":
+            raise ValueError(
+                f"stored weights run on the CPU only; the model is on {self.W_E.device}"
+            )
+        one_of(storage, STORAGES, "storage")
+        unembed = StoredWeight(self.unembed.detach(), storage)
+        for block in self.blocks:
+            store_matrices(block.attn, ("W_Q", "W_K", "W_V", "W_O"), storage)
+            store_matrices(block.mlp, ("W_gate", "W_up", "W_down"), storage)
+        if self.W_U is not None:
+            del self._parameters["W_U"]
+            self.W_U = None
+        self.stored_unembed, self.storage = unembed, storage
+        return self.eval()
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())

