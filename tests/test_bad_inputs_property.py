@@ -59,6 +59,7 @@ from hypothesis import strategies as st
 from test_bad_inputs import public_callables
 
 import transformer_lab
+from transformer_lab import viz as VIZ
 from transformer_lab.analysis import alignment as ALIGN
 from transformer_lab.analysis import roofline as ROOF
 from transformer_lab.analysis import speech_metrics as SPM
@@ -75,6 +76,7 @@ from transformer_lab.pretrained import book_gpt as BOOK_GPT
 from transformer_lab.pretrained import ctranslate2_format as CT2_FORMAT
 from transformer_lab.pretrained import whisper as WHISPER
 from transformer_lab.training import recall as RT
+from transformer_lab.viz import pictures as PICTURES
 
 PACKAGE = str(Path(transformer_lab.__file__).resolve().parent)
 TIME_LIMIT = 10.0  # seconds per call
@@ -96,6 +98,15 @@ def _passages():
 def _gru_state():
     cells = captioner().encode(torch.rand(1, 3, 24, 24))
     return ids(1), captioner().start(cells), cells
+
+
+def _axes_with_bars():
+    """Matplotlib axes (outside pyplot's open figures) with two bars, one of height zero."""
+    from matplotlib.figure import Figure
+
+    ax = Figure().add_subplot()
+    ax.bar([0, 1], [0.0, 1.0])
+    return ax
 
 
 def _recall_model():
@@ -283,6 +294,18 @@ VALID = {
         WHISPER.WhisperGeneration, (),
         {"sot_id": 5, "suppress_ids": (1, 2), "suppress_ids_begin": (3,),
          "alignment_heads": ((0, 1),), "max_length": 16}),
+    "transformer_lab.viz.label_bars": lambda: (
+        VIZ.label_bars, (_axes_with_bars(),), {"fmt": ".2f", "fontsize": 8.0, "zero_text": "0"}),
+    "transformer_lab.viz.pictures.qkv_shapes_figure": lambda: (
+        PICTURES.qkv_shapes_figure, (4, 8, 4), {"d_v": 2}),
+    "transformer_lab.viz.pictures.head_split_figure": lambda: (
+        PICTURES.head_split_figure, (8, 2), {"n_tokens": 2}),
+    "transformer_lab.viz.pictures.kv_cache_figure": lambda: (
+        PICTURES.kv_cache_figure, (["a", "b"], 4), {}),
+    "transformer_lab.viz.pictures.lora_figure": lambda: (
+        PICTURES.lora_figure, (8, 6, 2), {"alpha": 4.0}),
+    "transformer_lab.viz.pictures.ring_all_reduce_figure": lambda: (
+        PICTURES.ring_all_reduce_figure, (3,), {}),
 }  # fmt: skip
 
 # callables without a valid call here, each with the reason

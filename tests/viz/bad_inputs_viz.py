@@ -372,3 +372,65 @@ for target, thunk, error, fragment in [
      ValueError, "the panel's options must be finite numbers"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)
+
+from matplotlib.figure import Figure  # noqa: E402
+
+from transformer_lab.viz import pictures as VIZ_PICTURES  # noqa: E402
+
+
+def _axes_with_bars():
+    ax = Figure().add_subplot()
+    ax.bar([0, 1], [0.0, 1.0])
+    return ax
+
+
+for target, thunk, error, fragment in [
+    (V.label_bars, lambda: V.label_bars(None), TypeError, "ax must be a Matplotlib Axes"),
+    (V.label_bars, lambda: V.label_bars(Figure().add_subplot()), ValueError,
+     "ax has no bars to label"),
+    (V.label_bars, lambda: V.label_bars(_axes_with_bars(), "q"), ValueError,
+     "fmt must be a format spec for a number"),
+    (V.label_bars, lambda: V.label_bars(_axes_with_bars(), fontsize=0), ValueError,
+     "fontsize must be a positive finite number"),
+    (V.slider_bars, lambda: V.slider_bars({1: {"a": [1.0]}}, ["x"], slider_label="s",
+                                          title="t", log_y=True, y_range=(0, 1)),
+     ValueError, "a log axis needs 0 < low < high"),
+    (V.slider_bars, lambda: V.slider_bars({1: {"a": [float("nan")]}}, ["x"], slider_label="s",
+                                          title="t"),
+     ValueError, "bar heights and whiskers must be finite"),
+    (V.dropdown_bars, lambda: V.dropdown_bars({"a": (["x"], [1.0])}, headings={"a": "a"},
+                                              dropdown_label="n", fmt=3),
+     TypeError, "fmt must be a str"),
+    (V.heatmap_explorer,
+     lambda: V.heatmap_explorer(
+         {"A": {"1": [np.zeros((1, 1))]}, "B": {"1": [np.zeros((1, 1))], "2": [np.ones((1, 1))]}},
+         labels={o: [(["x"], ["y"])] for o in "AB"}, panel_titles=["p"], slider_label="s"),
+     ValueError, "(own_sliders=True gives each option its own)"),
+    (V.heatmap_explorer,
+     lambda: V.heatmap_explorer({"A": {"1": [np.zeros((1, 1))]}}, labels={"A": [(["x"], ["y"])]},
+                                panel_titles=["p"], slider_label="s", own_sliders="yes"),
+     TypeError, "own_sliders must be a bool"),
+    (VIZ_PICTURES.qkv_shapes_figure, lambda: VIZ_PICTURES.qkv_shapes_figure(0, 64, 16),
+     ValueError, "n_tokens must be positive, got 0"),
+    (VIZ_PICTURES.qkv_shapes_figure, lambda: VIZ_PICTURES.qkv_shapes_figure(4, 64, 16.0),
+     TypeError, "d_k must be an int, got float"),
+    (VIZ_PICTURES.head_split_figure, lambda: VIZ_PICTURES.head_split_figure(512, 7),
+     ValueError, "d_model=512 is not divisible by n_heads=7"),
+    (VIZ_PICTURES.head_split_figure, lambda: VIZ_PICTURES.head_split_figure(512, 8, 9),
+     ValueError, "n_tokens must be at most 8 to be drawn, got 9"),
+    (VIZ_PICTURES.kv_cache_figure, lambda: VIZ_PICTURES.kv_cache_figure("abc", 16), TypeError,
+     "tokens must be a sequence of strings, got str"),
+    (VIZ_PICTURES.kv_cache_figure, lambda: VIZ_PICTURES.kv_cache_figure([], 16), ValueError,
+     "tokens must hold 1 to 8 tokens to be drawn, got 0"),
+    (VIZ_PICTURES.kv_cache_figure, lambda: VIZ_PICTURES.kv_cache_figure(["a"], 10**8),
+     ValueError, "d_head must be at most 10**7 to be drawn"),
+    (VIZ_PICTURES.lora_figure, lambda: VIZ_PICTURES.lora_figure(576, 576, 600), ValueError,
+     "rank=600 must be at most min(d_in, d_out) = 576"),
+    (VIZ_PICTURES.lora_figure, lambda: VIZ_PICTURES.lora_figure(576, 576, 8, alpha="16"),
+     TypeError, "alpha must be a number, got str"),
+    (VIZ_PICTURES.ring_all_reduce_figure, lambda: VIZ_PICTURES.ring_all_reduce_figure(8),
+     ValueError, "n_ranks must be at most 4 to be drawn, got 8"),
+    (VIZ_PICTURES.ring_all_reduce_figure, lambda: VIZ_PICTURES.ring_all_reduce_figure(1),
+     ValueError, "n_ranks must be >= 2, got 1"),
+]:  # fmt: skip
+    case(target, thunk, error, fragment)

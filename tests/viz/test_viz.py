@@ -199,6 +199,46 @@ def test_heatmap_explorer_controls_are_independent():
         )  # fmt: skip
 
 
+def test_heatmap_explorer_own_sliders_follow_each_option():
+    """Each option its own slider: as many steps as the option has (a 4-word translation
+    gets 4), named by the option's own labels, shown only while the option is chosen."""
+    words = {"21": ["ein", "und", "zwanzig", "<eos>"], "7": ["sieben", "<eos>"]}
+    states = {
+        name: {f"step {t + 1}: '{w}'": [np.full((2, 2), t)] for t, w in enumerate(ws)}
+        for name, ws in words.items()
+    }
+    labels = {name: [(["a", "b"], ["r1", "r2"])] for name in words}
+    fig = viz.heatmap_explorer(
+        states, labels=labels, panel_titles=["w"], slider_label="", dropdown_label="number",
+        own_sliders=True,
+    )  # fmt: skip
+    sliders = fig.layout.sliders
+    assert [len(s.steps) for s in sliders] == [4, 2]
+    assert [s.visible for s in sliders] == [True, False]
+    assert sliders[0].steps[2].label == "step 3: 'zwanzig'"
+    assert sliders[0].currentvalue.prefix == ""  # the labels name themselves
+    # a step sets its own option's trace only; a button shows that option's slider
+    assert list(sliders[1].steps[1].args[1]) == [1]
+    assert sliders[1].steps[1].args[0]["z"][0][0][0] == 1
+    buttons = fig.layout.updatemenus[0].buttons
+    assert buttons[1].args[1]["sliders[0].visible"] is False
+    assert buttons[1].args[1]["sliders[1].visible"] is True
+    # step labels too long to stand side by side under the rail are drawn in no colour,
+    # and the current value above the rail names the step
+    long = {"x": {f"step {t + 1}: 'millionen'": [np.zeros((1, 1))] for t in range(14)}}
+    fig = viz.heatmap_explorer(
+        long, labels={"x": [(["a"], ["b"])]}, panel_titles=["w"], slider_label="",
+        own_sliders=True,
+    )  # fmt: skip
+    (slider,) = fig.layout.sliders
+    assert (
+        slider.font.color == "rgba(0,0,0,0)" and slider.currentvalue.font.color != slider.font.color
+    )
+    assert fig.layout.sliders[0].steps[13].label == "step 14: 'millionen'"
+    short = _two_state_figure()  # short labels keep their place under the rail
+    assert short.layout.sliders[0].font.color is None
+
+
 # --- colour bars, tick labels, titles -------------------------------------------------------
 
 
@@ -444,14 +484,17 @@ def test_slider_bars_restyle_heights_and_whiskers():
         states, ["MiniLM", "tiny"], slider_label="labels", title="accuracy " * 20,
         reference=(1 / 3, "majority class"), active=1,
     )  # fmt: skip
-    assert [t.name for t in fig.data] == ["probe", "scratch", "majority class"]
+    assert [t.name for t in fig.data] == [
+        "probe", "scratch", "probe (values)", "scratch (values)", "majority class"
+    ]  # fmt: skip
     assert list(fig.data[1].y) == [0.96, 0.3]  # built at the active step
     assert fig.data[0].error_y.array == (0.2, 0.2)
     step = fig.layout.sliders[0].steps[0]
-    assert list(step.args[1]) == [0, 1]  # the reference line's legend entry is left alone
+    assert list(step.args[1]) == [0, 1, 2, 3]  # the reference line's legend entry is left alone
     assert step.args[0]["y"][1] == [0.24, 0.3]
     assert step.args[0]["error_y"][0]["arrayminus"] == [0.1, 0.1]
     assert step.args[0]["error_y"][1] == {"visible": False}
+    assert step.args[0]["text"][3] == ["0.24", "0.30"]  # the values written over the bars
     assert all(len(line) <= VIZ_LAYOUT.TITLE_WRAP for line in fig.layout.title.text.split("<br>"))
     with pytest.raises(ValueError, match="series"):
         viz.slider_bars({1: {"a": [1]}, 2: {"b": [1]}}, ["x"], slider_label="s", title="t")

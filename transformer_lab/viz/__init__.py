@@ -69,7 +69,9 @@ option, e.g. a verdict per example), :func:`slider_bars` (grouped bars with whis
 a slider) and :func:`decoding_explorer` (next-token probabilities and a sampled text for
 every temperature and filter: each filter owns a bar trace and a text trace, the dropdown
 shows one filter's pair and a slider step restyles every pair, so the text shown always
-belongs to both controls' choice).
+belongs to both controls' choice). Every bar they draw carries its value as a label, so a
+bar of height zero still reads "0.00"; :func:`label_bars` does the same for the bars of a
+Matplotlib axes, and on a log axis both mark a zero bar at the axis floor with a "0".
 
 Layout
 ------
@@ -88,7 +90,7 @@ and key columns labelled by tokens. :func:`svg_heatmap` returns a heatmap as an 
 string, cheap enough for a widget to redraw on every control change.
 """
 
-from transformer_lab.viz.bars import decoding_explorer, dropdown_bars, slider_bars
+from transformer_lab.viz.bars import decoding_explorer, dropdown_bars, label_bars, slider_bars
 from transformer_lab.viz.display import figure, source, table
 from transformer_lab.viz.heatmap_explorer import (
     dropdown_heatmaps,
@@ -117,6 +119,7 @@ __all__ = [
     "dropdown_bars",
     "decoding_explorer",
     "slider_bars",
+    "label_bars",
     "wrap_title",
     "title_layout",
     "live_model",

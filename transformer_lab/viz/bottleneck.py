@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 
 from transformer_lab.checks import instance_of, string
+from transformer_lab.viz.bars import label_bars
 
 __all__ = [
     "bottleneck_figure",
@@ -182,7 +183,7 @@ def sensitivity_menu(explain: Explain, numbers: Sequence[int]):
             f"model: {' '.join(translation)}<br>reference: {' '.join(reference)}"
         )
     return dropdown_bars(
-        bars, headings=headings, dropdown_label="number", y_title="||∂h_n / ∂x_j||"
+        bars, headings=headings, dropdown_label="number", y_title="||∂h_n / ∂x_j||", fmt=".2g"
     )
 
 
@@ -204,6 +205,7 @@ def sensitivity_box(explain: Explain, *, value: int = 4_000_021, largest: int = 
             size = (min(12, 1 + 0.45 * len(words)), 2.8)
             fig, ax = plt.subplots(figsize=size, layout="constrained")
             ax.bar(range(len(words)), _series(weights, "weights"), color=TEAL)
+            label_bars(ax, ".2g", fontsize=7)
             ax.set_xticks(range(len(words)), words, rotation=45, ha="right")
             ax.set_ylabel(SENSITIVITY)
             verdict = _verdict(translation, reference, "WRONG")

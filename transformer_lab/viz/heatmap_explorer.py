@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from transformer_lab.checks import index_in
+from transformer_lab.checks import index_in, instance_of
 from transformer_lab.viz.heatmap_panels import (
     _add_heatmaps,
     _axis_update,
@@ -14,7 +14,7 @@ from transformer_lab.viz.heatmap_panels import (
     _panels,
     _style_axes,
 )
-from transformer_lab.viz.layout import _dropdown
+from transformer_lab.viz.layout import _REF_PLOT_PX, _dropdown, _label_px
 
 __all__ = ["heatmap_explorer", "slider_heatmaps", "dropdown_heatmaps"]
 
@@ -38,16 +38,21 @@ def heatmap_explorer(
     shared_rows: bool = False,
     colorbars: Sequence[bool] | bool = True,
     max_ticks: int | None = None,
+    own_sliders: bool = False,
 ):
     """Heatmap panels with precomputed states behind a slider and an optional dropdown.
 
     Args:
         states: ``states[option][slider_value]`` is a list with one 2-d array per panel.
-            Every option must have the same slider values (in the same order).
+            Every option must have the same slider values (in the same order), unless
+            ``own_sliders``.
         labels: ``labels[option]`` is a list with ``(x_labels, y_labels)`` per panel.
         panel_titles: one title per panel.
-        slider_label: the name shown before the slider's current value; with a single
-            slider value and ``slider_label=None`` the slider is left out.
+        slider_label: the name shown before the slider's current value ("d_k = 16"); an
+            empty string shows the slider value alone, for values that name themselves
+            ("step 3: 'und'"); with a single slider value and ``slider_label=None`` the
+            slider is left out. Step labels too long to stand side by side under the
+            rail are left out there, and the current value above the rail names the step.
         dropdown_label: the dropdown's caption; with a single option and no label the
             dropdown is left out.
         title: the figure's title; it is wrapped (see :func:`wrap_title`) and the space
@@ -68,22 +73,29 @@ def heatmap_explorer(
             ``height``, so the panels keep their size.
         max_ticks: at most this many tick labels per axis (every n-th label, n = 2, 4, 5,
             8, 10, ...), for long rows or columns whose labels would pile up.
+        own_sliders: give each option a slider of its own, shown while that option is
+            chosen: the options may then have different slider values (their own number
+            of steps and their own labels, e.g. the words of each example), and each
+            slider keeps its position when the dropdown moves away and back. ``active``
+            must then be a step of every option. Without it one slider serves every
+            option (each step sets the states of all of them).
 
     Returns:
         a ``plotly.graph_objects.Figure``; show it with :func:`show`.
     """
     from plotly.subplots import make_subplots
 
-    options, slider_values = _check_states(states, labels, len(panel_titles))
-    index_in(active, len(slider_values), "active", "a slider index")
+    instance_of(own_sliders, bool, "own_sliders")
+    options, values = _check_states(states, labels, len(panel_titles), same=not own_sliders)
+    index_in(active, min(len(v) for v in values.values()), "active", "a slider index")
     panels = _panels(
-        states, options, slider_values, panel_titles, zranges=zranges, annotate=annotate,
+        states, options, values, panel_titles, zranges=zranges, annotate=annotate,
         fmt=fmt, colorscale=colorscale, colorbars=colorbars, axis_titles=axis_titles,
         column_widths=column_widths,
     )  # fmt: skip
     frame = _frame(
         panels, labels, options, title=title, height=height, dropdown_label=dropdown_label,
-        has_slider=slider_label is not None or len(slider_values) > 1,
+        has_slider=slider_label is not None or any(len(v) > 1 for v in values.values()),
         has_menu=len(options) > 1 or bool(dropdown_label),
     )  # fmt: skip
     fig = make_subplots(
@@ -93,15 +105,20 @@ def heatmap_explorer(
         column_widths=list(column_widths) if column_widths is not None else None,
         horizontal_spacing=_horizontal_spacing(panels, labels, options, frame, shared_rows),
     )
-    _add_heatmaps(fig, panels, frame, options, slider_values[active])
+    _add_heatmaps(fig, panels, frame, options, {o: values[o][active] for o in options})
     fig.update_layout(_axis_update(labels[options[0]], max_ticks))
     _style_axes(fig, panels, shared_rows)
     layout = frame.layout
-    if frame.has_slider:
+    n_sliders = 0
+    if frame.has_slider and own_sliders:
+        layout["sliders"] = _own_sliders(panels, options, values, active, slider_label, frame)
+        n_sliders = len(options)
+    elif frame.has_slider:
+        slider_values = values[options[0]]
         layout["sliders"] = [_slider(panels, options, slider_values, active, slider_label, frame)]
     fig.update_annotations(font_size=14)  # the panel titles (the dropdown's caption below)
     if frame.has_menu:
-        buttons = _menu_buttons(panels, options, labels, max_ticks)
+        buttons = _menu_buttons(panels, options, labels, max_ticks, n_sliders)
         menu, note = _dropdown(buttons, label=dropdown_label, above_plot_px=frame.above_plot)
         layout["updatemenus"] = [menu]
         if note is not None:
@@ -190,22 +207,23 @@ def dropdown_heatmaps(
 # --- argument checking ---------------------------------------------------------------------
 
 
-def _check_states(states, labels, n_panels: int) -> tuple[list, list]:
-    """The options and the slider values, once every option has the same slider values,
-    an array per panel at each, and labels per panel."""
+def _check_states(states, labels, n_panels: int, *, same: bool) -> tuple[list, dict]:
+    """The options and each option's slider values, once every option has slider values
+    (the same ones when ``same``), an array per panel at each, and labels per panel."""
     options = list(states)
     if not options:
         raise ValueError("states is empty")
-    slider_values = list(states[options[0]])
-    if not slider_values:
-        raise ValueError(f"states[{options[0]!r}] has no slider values")
+    values = {}
     for option in options:
-        if list(states[option]) != slider_values:
+        values[option] = list(states[option])
+        if not values[option]:
+            raise ValueError(f"states[{option!r}] has no slider values")
+        if same and values[option] != values[options[0]]:
             raise ValueError(
-                f"states[{option!r}] has slider values {list(states[option])}, "
-                f"expected {slider_values}"
+                f"states[{option!r}] has slider values {values[option]}, "
+                f"expected {values[options[0]]} (own_sliders=True gives each option its own)"
             )
-        for value in slider_values:
+        for value in values[option]:
             if len(states[option][value]) != n_panels:
                 raise ValueError(
                     f"states[{option!r}][{value!r}] has {len(states[option][value])} "
@@ -213,7 +231,7 @@ def _check_states(states, labels, n_panels: int) -> tuple[list, list]:
                 )
         if option not in labels or len(labels[option]) != n_panels:
             raise ValueError(f"labels[{option!r}] must give (x_labels, y_labels) per panel")
-    return options, slider_values
+    return options, values
 
 
 # --- the controls ---------------------------------------------------------------------------
@@ -232,25 +250,70 @@ def _slider(panels: _Panels, options, slider_values, active, slider_label, frame
                 texts.append(text)
         steps.append({"method": "restyle", "label": str(value), "args": [{"z": zs, "text": texts}]})
     return {
+        **_slider_look(slider_values, slider_label),
         "active": active,
-        "currentvalue": {"prefix": f"{slider_label or ''} = "},
         "pad": {"t": round(frame.below + 10 + frame.strip), "b": 0},
         "steps": steps,
     }
 
 
-def _menu_buttons(panels: _Panels, options, labels, max_ticks: int | None) -> list[dict]:
-    """One dropdown button per option: it shows that option's traces and tick labels."""
+def _own_sliders(panels: _Panels, options, values, active, slider_label, frame) -> list[dict]:
+    """One slider per option, whose steps set that option's traces only; the first shows."""
+    sliders = []
+    for o_index, option in enumerate(options):
+        traces = list(range(o_index * panels.n, (o_index + 1) * panels.n))
+        steps = []
+        for value in values[option]:
+            cells = [panels.cells(option, value, p) for p in range(panels.n)]
+            update = {"z": [z for z, _ in cells], "text": [text for _, text in cells]}
+            steps.append({"method": "restyle", "label": str(value), "args": [update, traces]})
+        sliders.append(
+            {
+                **_slider_look(values[option], slider_label),
+                "active": active,
+                "visible": o_index == 0,
+                "pad": {"t": round(frame.below + 10 + frame.strip), "b": 0},
+                "steps": steps,
+            }
+        )
+    return sliders
+
+
+_SLIDER_TEXT = "#2a3f5f"  # the colour of Plotly's default template's text
+
+
+def _slider_look(slider_values, slider_label) -> dict:
+    """The current value's prefix ("d_k = ", or none for values that name themselves), and,
+    when the step labels would run into each other under the rail (on the narrowest
+    figure), step labels drawn in no colour: the current value above the rail, in the
+    text colour, then names the step."""
+    prefix = f"{slider_label} = " if slider_label else ""
+    look = {"currentvalue": {"prefix": prefix}}
+    n = len(slider_values)
+    spacing = (_REF_PLOT_PX - 40) / max(1, n - 1)  # between the ticks, less the grip's room
+    if n > 1 and _label_px(slider_values) + 6 > spacing:
+        look["font"] = {"color": "rgba(0,0,0,0)"}
+        look["currentvalue"]["font"] = {"color": _SLIDER_TEXT}
+    return look
+
+
+def _menu_buttons(
+    panels: _Panels, options, labels, max_ticks: int | None, n_sliders: int = 0
+) -> list[dict]:
+    """One dropdown button per option: it shows that option's traces and tick labels, and
+    its own slider when each option has one (``n_sliders``)."""
     n_traces = len(options) * panels.n
     buttons = []
     for o_index, option in enumerate(options):
         first = o_index * panels.n
         visible = [first <= t < first + panels.n for t in range(n_traces)]
+        layout = _axis_update(labels[option], max_ticks)
+        layout.update({f"sliders[{k}].visible": k == o_index for k in range(n_sliders)})
         buttons.append(
             {
                 "method": "update",
                 "label": str(option),
-                "args": [{"visible": visible}, _axis_update(labels[option], max_ticks)],
+                "args": [{"visible": visible}, layout],
             }
         )
     return buttons

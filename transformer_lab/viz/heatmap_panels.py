@@ -59,11 +59,12 @@ def _per_panel(value, kind: type, n_panels: int) -> list:
 
 
 def _panels(
-    states, options, slider_values, panel_titles, *, zranges, annotate, fmt, colorscale,
+    states, options, values, panel_titles, *, zranges, annotate, fmt, colorscale,
     colorbars, axis_titles, column_widths,
 ) -> _Panels:  # fmt: skip
-    """The panels' settings one per panel, their arrays for every state, their colour
-    ranges, which of them draw a colour bar, and their titles wrapped to fit."""
+    """The panels' settings one per panel, their arrays for every state (``values[option]``
+    are the option's slider values), their colour ranges, which of them draw a colour bar,
+    and their titles wrapped to fit."""
     n_panels = len(panel_titles)
     annotate = _per_panel(annotate, bool, n_panels)
     colorscales = _per_panel(colorscale, str, n_panels)
@@ -72,7 +73,7 @@ def _panels(
     if len(with_bar) != n_panels:
         raise ValueError(f"{len(with_bar)} colorbars flags for {n_panels} panels")
     axis_titles = list(axis_titles) if axis_titles is not None else [("", "")] * n_panels
-    arrays = {(o, s): [_as_2d(a) for a in states[o][s]] for o in options for s in slider_values}
+    arrays = {(o, s): [_as_2d(a) for a in states[o][s]] for o in options for s in values[o]}
     ranges = _color_ranges(arrays, zranges, n_panels)
     # one shared bar when every panel with a bar has the same range and colour scale
     barred = [p for p in range(n_panels) if with_bar[p]]
@@ -213,12 +214,13 @@ def _colorbar(domain, frame: _Frame) -> dict:
     }
 
 
-def _add_heatmaps(fig, panels: _Panels, frame: _Frame, options, slider_value) -> None:
-    """One heatmap per option and panel at ``slider_value``; the first option's show."""
+def _add_heatmaps(fig, panels: _Panels, frame: _Frame, options, start: dict) -> None:
+    """One heatmap per option and panel at the option's slider value ``start[option]``;
+    the first option's show."""
     domains = [fig.get_subplot(1, p + 1).xaxis.domain for p in range(panels.n)]
     for o_index, option in enumerate(options):
         for p in range(panels.n):
-            z, text = panels.cells(option, slider_value, p)
+            z, text = panels.cells(option, start[option], p)
             fig.add_heatmap(
                 z=z,
                 text=text,
