@@ -513,7 +513,7 @@ def _y_axis(table, y_title: str, y_range, log_y: bool) -> tuple[dict, float]:
         positive = [x for x in ends if x > 0] or [1.0]
         lo = math.floor(math.log10(min(positive)) - 0.3)  # a round floor below the lowest bar
         hi = math.log10(max(positive)) + 0.35  # room for the labels above the highest
-    axis.update(type="log", range=[lo, hi])
+    axis.update(type="log", range=[lo, hi], dtick=1)  # a tick at each power of ten
     return axis, 10.0**lo
 
 
