@@ -69,3 +69,57 @@ def test_topic_points_are_re_derived(sweep):
             want = point(data, method, 10, 0)
             for k in ("seen", "unseen"):
                 assert got[k] == pytest.approx(want[k], abs=tolerance + 1e-9), (method, k)
+
+
+LONG = {
+    "topic_finetune_long.json": {"finetune_min_steps": 120, "finetune_curve_points": 10},
+    "genre_finetune_long.json": {"finetune_epochs": 10, "finetune_curve_points": 10},
+}
+
+
+@pytest.mark.parametrize("name", sorted(LONG))
+def test_longer_fine_tuning_records_hold_their_schedule(sweep, name):
+    """Chapter 15's longer fine-tuning runs: the script's settings with the longer schedule,
+    the steps that schedule gives, a curve that ends at the final accuracy."""
+    data = shipped(name)
+    settings = sweep.SETTINGS | LONG[name]
+    assert data["settings"] == settings
+    for r in data["results"]:
+        assert r["method"] == "finetune"
+        assert r["steps"] == sweep.n_steps(r["n_labels"], "finetune", settings), r
+        (step, acc) = r["curve"]["points"][-1]
+        assert step == r["steps"] and acc == pytest.approx(r[r["curve"]["set"]], abs=1e-4)
+        assert len(r["curve"]["points"]) >= 10
+
+
+def test_static_probe_points_are_re_derived(sweep):
+    from transformer_lab.pretrained.minilm import minilm
+
+    encoder, tokenizer = minilm("cpu")
+    with num_threads(1):
+        for task_name, n, file in (("topic", 40, "topic_sweep.json"),
+                                   ("genre", 24, "genre_controls.json")):  # fmt: skip
+            task = sweep.Task(task_name, 1, tokenizer)
+            got = sweep.run_one("static_probe", task, n, 1, encoder, tokenizer, {})
+            want = point(shipped(file), "static_probe", n, 1)
+            for k in got:
+                assert got[k] == pytest.approx(want[k], abs=0.002 + 1e-9), (task_name, k)
+
+
+@pytest.mark.slow
+def test_a_longer_topic_run_is_re_derived(sweep):
+    from transformer_lab.pretrained.minilm import minilm
+
+    encoder, tokenizer = minilm("cpu")
+    original = dict(sweep.SETTINGS)
+    sweep.SETTINGS.update(LONG["topic_finetune_long.json"])
+    try:
+        with num_threads(1):
+            got = sweep.run_one("finetune", sweep.Task("topic", 0, tokenizer), 10, 0, encoder,
+                                tokenizer, {})  # fmt: skip
+    finally:
+        sweep.SETTINGS.clear()
+        sweep.SETTINGS.update(original)
+    want = point(shipped("topic_finetune_long.json"), "finetune", 10, 0)
+    for k in ("seen", "unseen"):
+        assert got[k] == pytest.approx(want[k], abs=0.002 + 1e-9), k
