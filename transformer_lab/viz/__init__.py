@@ -6,9 +6,10 @@ and SVG heatmaps), ``heatmap_explorer`` (its panels, frame and axes in ``heatmap
 and ``bars`` (explorations behind sliders and dropdowns), ``layout`` (titles, menus,
 sliders), ``display`` (numbered figures, listings, tables), and the book's own pictures:
 ``architecture``, ``timeline``, ``lookup``, ``similarity`` and ``word_map`` (chapter 1),
-``bottleneck`` (chapter 2), ``overlay``, ``bertviz`` (attention browsers) and
-``toy_attention`` (the attention explorer of chapters 4-6). The names below are the
-ones chapters call as ``viz.name``.
+``bottleneck`` (chapter 2), ``overlay``, ``bertviz`` (attention browsers),
+``toy_attention`` (the attention explorer of chapters 4-6) and ``pictures`` (shapes and
+steps drawn from a chapter's own sizes: Q, K and V, the heads, the key/value cache, LoRA,
+the ring all-reduce). The names below are the ones chapters call as ``viz.name``.
 
 Displaying a Plotly figure: :func:`show`
 ----------------------------------------
