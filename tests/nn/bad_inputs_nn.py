@@ -600,23 +600,23 @@ case(
 )
 
 # weights kept in bfloat16 or int8
-from transformer_lab.nn import stored_weights as SW  # noqa: E402
+from transformer_lab.nn import stored_weights as STW  # noqa: E402
 
-case(SW.StoredWeight, lambda: SW.StoredWeight(torch.randn(3, 4), "float16"), ValueError,
+case(STW.StoredWeight, lambda: STW.StoredWeight(torch.randn(3, 4), "float16"), ValueError,
      "storage must be one of")  # fmt: skip
-case(SW.StoredWeight, lambda: SW.StoredWeight(torch.randn(3), "int8"), ValueError, "weight")
-case(SW.StoredWeight, lambda: SW.StoredWeight(torch.tensor([[1.0, float("nan")]]), "int8"),
+case(STW.StoredWeight, lambda: STW.StoredWeight(torch.randn(3), "int8"), ValueError, "weight")
+case(STW.StoredWeight, lambda: STW.StoredWeight(torch.tensor([[1.0, float("nan")]]), "int8"),
      ValueError, "weight has NaN or infinite values")  # fmt: skip
-case(SW.StoredWeight, lambda: torch.ones(2, 5) @ SW.StoredWeight(torch.randn(3, 4), "int8"),
+case(STW.StoredWeight, lambda: torch.ones(2, 5) @ STW.StoredWeight(torch.randn(3, 4), "int8"),
      ValueError, "x must be [..., 3], got (2, 5)")  # fmt: skip
-case(SW.StoredWeight,
-     lambda: torch.ones(2, 3, dtype=torch.long) @ SW.StoredWeight(torch.randn(3, 4), "int8"),
+case(STW.StoredWeight,
+     lambda: torch.ones(2, 3, dtype=torch.long) @ STW.StoredWeight(torch.randn(3, 4), "int8"),
      TypeError, "x @ StoredWeight needs a float32 or bfloat16 tensor, got torch.int64")  # fmt: skip
-case(SW.store_matrices, lambda: SW.store_matrices("model", ["W"], "int8"), TypeError,
+case(STW.store_matrices, lambda: STW.store_matrices("model", ["W"], "int8"), TypeError,
      "module must be")  # fmt: skip
-case(SW.store_matrices, lambda: SW.store_matrices(torch.nn.Linear(2, 2), ["W"], "int8"),
+case(STW.store_matrices, lambda: STW.store_matrices(torch.nn.Linear(2, 2), ["W"], "int8"),
      ValueError, "Linear has no parameter 'W' to store")  # fmt: skip
-case(SW.storage_supported, lambda: SW.storage_supported("int4"), ValueError,
+case(STW.storage_supported, lambda: STW.storage_supported("int4"), ValueError,
      "storage must be one of")  # fmt: skip
-case(SW.StoredWeight, lambda: SW.StoredWeight(torch.ones(0, 4), "int8"), ValueError,
+case(STW.StoredWeight, lambda: STW.StoredWeight(torch.ones(0, 4), "int8"), ValueError,
      "weight must hold at least one number, got shape (0, 4)")  # fmt: skip
