@@ -218,7 +218,8 @@ def test_gpt_panel_streams_greedy_text(gpt_page, book_gpt, artifacts):
     assert "ONNX Runtime Web" in status and "WebAssembly" in status, status
     idx = torch.tensor([tok.encode(prompt)])
     expected = tok.decode(generate(model, idx, N_GREEDY, temperature=0)[0, idx.shape[1] :].tolist())
-    assert panel.locator(".tl-live-output").inner_text() == expected
+    assert panel.locator(".tl-live-continuation").inner_text() == expected
+    assert panel.locator(".tl-live-prompt").inner_text() == prompt  # shown before the continuation
     size = panel.locator("canvas").evaluate("(c) => [c.width, c.height]")
     assert min(size) > 100, size
     panel.scroll_into_view_if_needed()

@@ -181,15 +181,23 @@ def _gpt_widget(model, tok, options: dict):
         control.style.description_width = "initial"
     state: dict = {}
 
+    def refuse(message: str):
+        """Say why the prompt cannot be read, and show nothing of an earlier prompt."""
+        state.clear()
+        state["refused"] = True
+        status.value, picture.value, text.value = message, "", ""
+
     def show_attention(_=None):
         try:
             ids = tok.encode(prompt.value)[-cfg.n_ctx :]
         except ValueError as err:
-            status.value = f"<b>Cannot read this prompt:</b> {html.escape(str(err))}"
+            refuse(f"<b>Cannot read this prompt:</b> {html.escape(str(err))}")
             return
         if not ids:
-            status.value = "<b>Type a prompt of at least one character.</b>"
+            refuse("<b>Type a prompt of at least one character.</b>")
             return
+        if state.pop("refused", False):
+            status.value = ""  # the prompt reads again
         state["ids"], state["A"] = ids, _gpt_attention(model, ids)
         draw()
 
@@ -204,6 +212,7 @@ def _gpt_widget(model, tok, options: dict):
         )  # fmt: skip
 
     def run(_=None):
+        text.value = ""
         show_attention()
         if "ids" not in state:
             return
