@@ -76,7 +76,9 @@ from transformer_lab.pretrained import book_gpt as BOOK_GPT
 from transformer_lab.pretrained import ctranslate2_format as CT2_FORMAT
 from transformer_lab.pretrained import whisper as WHISPER
 from transformer_lab.training import recall as RT
+from transformer_lab.viz import bar_labels as BAR_LABELS
 from transformer_lab.viz import pictures as PICTURES
+from transformer_lab.viz import pictures_ring as PICTURES_RING
 
 PACKAGE = str(Path(transformer_lab.__file__).resolve().parent)
 TIME_LIMIT = 10.0  # seconds per call
@@ -304,8 +306,10 @@ VALID = {
         PICTURES.kv_cache_figure, (["a", "b"], 4), {}),
     "transformer_lab.viz.pictures.lora_figure": lambda: (
         PICTURES.lora_figure, (8, 6, 2), {"alpha": 4.0}),
-    "transformer_lab.viz.pictures.ring_all_reduce_figure": lambda: (
-        PICTURES.ring_all_reduce_figure, (3,), {}),
+    "transformer_lab.viz.pictures_ring.ring_all_reduce_figure": lambda: (
+        PICTURES_RING.ring_all_reduce_figure, (3,), {}),
+    "transformer_lab.viz.bar_labels.value_labels": lambda: (
+        BAR_LABELS.value_labels, ([0.0, 0.004, -0.5, 1.0],), {"fmt": ".2f"}),
 }  # fmt: skip
 
 # callables without a valid call here, each with the reason

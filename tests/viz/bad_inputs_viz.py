@@ -375,7 +375,9 @@ for target, thunk, error, fragment in [
 
 from matplotlib.figure import Figure  # noqa: E402
 
+from transformer_lab.viz import bar_labels as VIZ_BAR_LABELS  # noqa: E402
 from transformer_lab.viz import pictures as VIZ_PICTURES  # noqa: E402
+from transformer_lab.viz import pictures_ring as VIZ_RING  # noqa: E402
 
 
 def _axes_with_bars():
@@ -392,6 +394,12 @@ for target, thunk, error, fragment in [
      "fmt must be a format spec for a number"),
     (V.label_bars, lambda: V.label_bars(_axes_with_bars(), fontsize=0), ValueError,
      "fontsize must be a positive finite number"),
+    (VIZ_BAR_LABELS.value_labels, lambda: VIZ_BAR_LABELS.value_labels(3), TypeError,
+     "values must be an iterable of numbers, got int"),
+    (VIZ_BAR_LABELS.value_labels, lambda: VIZ_BAR_LABELS.value_labels([], "d%q"), ValueError,
+     "fmt must be a format spec for a number"),
+    (VIZ_BAR_LABELS.value_labels, lambda: VIZ_BAR_LABELS.value_labels([1.0], None), TypeError,
+     "fmt must be a str"),
     (V.slider_bars, lambda: V.slider_bars({1: {"a": [1.0]}}, ["x"], slider_label="s",
                                           title="t", log_y=True, y_range=(0, 1)),
      ValueError, "a log axis needs 0 < low < high"),
@@ -428,9 +436,9 @@ for target, thunk, error, fragment in [
      "rank=600 must be at most min(d_in, d_out) = 576"),
     (VIZ_PICTURES.lora_figure, lambda: VIZ_PICTURES.lora_figure(576, 576, 8, alpha="16"),
      TypeError, "alpha must be a number, got str"),
-    (VIZ_PICTURES.ring_all_reduce_figure, lambda: VIZ_PICTURES.ring_all_reduce_figure(8),
+    (VIZ_RING.ring_all_reduce_figure, lambda: VIZ_RING.ring_all_reduce_figure(8),
      ValueError, "n_ranks must be at most 4 to be drawn, got 8"),
-    (VIZ_PICTURES.ring_all_reduce_figure, lambda: VIZ_PICTURES.ring_all_reduce_figure(1),
+    (VIZ_RING.ring_all_reduce_figure, lambda: VIZ_RING.ring_all_reduce_figure(1),
      ValueError, "n_ranks must be >= 2, got 1"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)

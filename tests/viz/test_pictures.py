@@ -1,5 +1,6 @@
-"""The pictures of shapes and steps (transformer_lab.viz.pictures): each draws, writes the
-sizes it was given (none is fixed in the picture), and shows what its chapter says."""
+"""The pictures of shapes and steps (transformer_lab.viz.pictures and
+transformer_lab.viz.pictures_ring): each draws, writes the sizes it was given (none is fixed
+in the picture), and shows what its chapter says."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 
 from transformer_lab.viz import pictures as P  # noqa: E402
+from transformer_lab.viz import pictures_ring as R  # noqa: E402
 
 
 def _texts(fig) -> list[str]:
@@ -89,11 +91,11 @@ def test_lora_figure_counts_from_its_arguments():
 
 def test_ring_all_reduce_figure_follows_the_chapters_ring():
     n = 4
-    fig = P.ring_all_reduce_figure(n)
+    fig = R.ring_all_reduce_figure(n)
     _draws(fig)
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert len(titles) == 1 + 2 * (n - 1)
-    states = P._ring_states(n)
+    states = R._ring_states(n)
     # after reduce-scatter every rank holds the full sum of exactly one chunk ...
     _, after_scatter, _ = states[n - 1]
     assert [sum(len(c) == n for c in row) for row in after_scatter] == [1] * n
@@ -120,8 +122,8 @@ def test_ring_all_reduce_figure_follows_the_chapters_ring():
         (lambda: P.kv_cache_figure(list("abcdefghi"), 16), ValueError, "1 to 8 tokens"),
         (lambda: P.kv_cache_figure(["a", 1], 16), TypeError, "tokens[i] must be a str"),
         (lambda: P.lora_figure(10, 10, 2, alpha=-1.0), ValueError, "alpha"),
-        (lambda: P.ring_all_reduce_figure(1), ValueError, "n_ranks must be >= 2"),
-        (lambda: P.ring_all_reduce_figure(5), ValueError, "at most 4"),
+        (lambda: R.ring_all_reduce_figure(1), ValueError, "n_ranks must be >= 2"),
+        (lambda: R.ring_all_reduce_figure(5), ValueError, "at most 4"),
     ],
 )
 def test_pictures_refuse_what_they_cannot_draw(call, error, words):

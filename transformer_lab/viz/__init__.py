@@ -3,13 +3,15 @@ figures, listings and tables.
 
 Where each kind lives: ``plotly`` (:func:`show`, the MIME bundle), ``heatmaps`` (matplotlib
 and SVG heatmaps), ``heatmap_explorer`` (its panels, frame and axes in ``heatmap_panels``)
-and ``bars`` (explorations behind sliders and dropdowns), ``layout`` (titles, menus,
-sliders), ``display`` (numbered figures, listings, tables), and the book's own pictures:
-``architecture``, ``timeline``, ``lookup``, ``similarity`` and ``word_map`` (chapter 1),
-``bottleneck`` (chapter 2), ``overlay``, ``bertviz`` (attention browsers),
-``toy_attention`` (the attention explorer of chapters 4-6) and ``pictures`` (shapes and
-steps drawn from a chapter's own sizes: Q, K and V, the heads, the key/value cache, LoRA,
-the ring all-reduce). The names below are the ones chapters call as ``viz.name``.
+and ``bars`` (explorations behind dropdowns) with ``grouped_bars`` (grouped bars behind a
+slider) and ``bar_labels`` (the value written on every bar, in Plotly and Matplotlib),
+``layout`` (titles, menus, sliders), ``display`` (numbered figures, listings, tables), and
+the book's own pictures: ``architecture``, ``timeline``, ``lookup``, ``similarity`` and
+``word_map`` (chapter 1), ``bottleneck`` (chapter 2), ``overlay``, ``bertviz`` (attention
+browsers), ``toy_attention`` (the attention explorer of chapters 4-6), ``pictures``
+(matrices drawn from a chapter's own sizes: Q, K and V, the heads, the key/value cache,
+LoRA) and ``pictures_ring`` (the steps of the ring all-reduce). The names below are the
+ones chapters call as ``viz.name``.
 
 Displaying a Plotly figure: :func:`show`
 ----------------------------------------
@@ -91,8 +93,10 @@ and key columns labelled by tokens. :func:`svg_heatmap` returns a heatmap as an 
 string, cheap enough for a widget to redraw on every control change.
 """
 
-from transformer_lab.viz.bars import decoding_explorer, dropdown_bars, label_bars, slider_bars
+from transformer_lab.viz.bar_labels import label_bars
+from transformer_lab.viz.bars import decoding_explorer, dropdown_bars
 from transformer_lab.viz.display import figure, source, table
+from transformer_lab.viz.grouped_bars import slider_bars
 from transformer_lab.viz.heatmap_explorer import (
     dropdown_heatmaps,
     heatmap_explorer,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 
 from transformer_lab.checks import instance_of, string
-from transformer_lab.viz.bars import label_bars
+from transformer_lab.viz.bar_labels import label_bars
 
 __all__ = [
     "bottleneck_figure",
