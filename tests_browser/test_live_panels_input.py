@@ -261,8 +261,8 @@ def test_minilm_long_text_says_it_was_cut_and_keeps_a_bounded_heatmap(bert_page)
     whole = WordPieceTokenizer.from_file(minilm_dir() / "tokenizer.json", max_length=100_000)
     length = len(whole(LONG_SENTENCE).tokens[0])  # [CLS] and [SEP] included
     assert length > 512
-    out = page.evaluate("(s) => TransformerLabLive.minilmRun(s)", LONG_SENTENCE)
-    assert (out["length"], out["cut"], len(out["tokens"])) == (length, length - 512, 512)
+    # one run of 512 tokens (about a minute in WebAssembly on a busy 2-core machine): the
+    # panel's note must name the whole length and the tokens cut
     status = minilm_run(page, LONG_SENTENCE)
     assert "512 tokens in" in status, status
     note = panel.locator(".tl-live-warning")
