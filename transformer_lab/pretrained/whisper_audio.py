@@ -123,7 +123,11 @@ def _audio(audio, sample_rate, *, truncate: bool = False, silence_ok: bool = Tru
 
 
 def log_mel(
-    audio: torch.Tensor, *, sample_rate: int | None = None, truncate: bool = False
+    audio: torch.Tensor,
+    *,
+    sample_rate: int | None = None,
+    truncate: bool = False,
+    allow_silence: bool = True,
 ) -> torch.Tensor:
     """Whisper's log-mel spectrogram [80, 3000] of a mono clip audio [samples] at
     16 kHz (float samples in [-1, 1]).
@@ -135,8 +139,10 @@ def log_mel(
     maximum minus 8 and mapped by (x + 4) / 4. A clip longer than 30 s raises a
     ValueError, unless truncate=True keeps its first 30 s as transformers'
     WhisperFeatureExtractor does. sample_rate, when given, must be 16000.
+    allow_silence=False refuses a clip of zeros (transcribe's check: nothing to hear).
     """
-    audio = _audio(audio, sample_rate, truncate=truncate)
+    instance_of(allow_silence, bool, "allow_silence")
+    audio = _audio(audio, sample_rate, truncate=truncate, silence_ok=allow_silence)
     padded = F.pad(audio, (0, N_SAMPLES - audio.shape[0]))
     window = torch.hann_window(N_FFT, device=audio.device)
     stft = torch.stft(padded, N_FFT, HOP_LENGTH, window=window, return_complex=True)

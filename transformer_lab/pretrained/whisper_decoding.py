@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 import torch
 
 from transformer_lab.checks import floating_tensor, instance_of, integer
-from transformer_lab.pretrained.whisper_audio import _audio, log_mel
+from transformer_lab.pretrained.whisper_audio import log_mel
 from transformer_lab.pretrained.whisper_files import WhisperTokenizer
-from transformer_lab.pretrained.whisper_model import Whisper, _layers
+from transformer_lab.pretrained.whisper_model import Whisper
 
 __all__ = ["GreedyResult", "Transcript", "greedy_transcribe", "transcribe"]
 
@@ -110,7 +110,7 @@ def greedy_transcribe(
             f"max_length must be at most the decoder's {config.n_text_ctx} positions, "
             f"got {max_length}"
         )
-    _layers(ablate_cross, config.n_text_layers)
+    model.decoder.ablated_layers(ablate_cross)
     used = (*prompt, gen.eot_id, *gen.suppress_ids, *gen.suppress_ids_begin)
     if max(used) >= config.d_vocab:
         raise ValueError(
@@ -173,9 +173,9 @@ def transcribe(
     the tokenizer's text."""
     instance_of(model, Whisper, "model")
     instance_of(tokenizer, WhisperTokenizer, "tokenizer")
-    audio = _audio(audio, sample_rate, silence_ok=False)
+    mel = log_mel(audio, sample_rate=sample_rate, allow_silence=False)
     result = greedy_transcribe(
-        model, log_mel(audio), max_length=max_length, self_cache=self_cache,
+        model, mel, max_length=max_length, self_cache=self_cache,
         cross_cache=cross_cache, need_cross_weights=need_cross_weights,
         ablate_cross=ablate_cross,
     )  # fmt: skip

@@ -296,6 +296,11 @@ class WhisperDecoder(nn.Module):
         """An empty key/value cache for the decoder's self-attention."""
         return KVCache(len(self.blocks))
 
+    def ablated_layers(self, ablate_cross: str | Sequence[int] | None) -> frozenset[int]:
+        """The layers whose cross-attention ablate_cross names: None (none), "all", or
+        layer numbers; anything else is a clear error."""
+        return _layers(ablate_cross, len(self.blocks))
+
     def cross_kv(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Every layer's cross-attention keys and values of the encoder output memory."""
         return [block.cross_kv(memory) for block in self.blocks]
