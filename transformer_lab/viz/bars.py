@@ -19,9 +19,9 @@ from transformer_lab.viz.layout import (
     _TOP_PAD_PX,
     TITLE_SIZE,
     TITLE_WRAP,
-    _dropdown,
-    _label_px,
     _n_lines,
+    dropdown_menu,
+    label_px,
     title_layout,
     wrap_title,
 )
@@ -79,7 +79,7 @@ def dropdown_bars(
     menu_top = _TOP_PAD_PX
     heading_top = menu_top + _MENU_PX + 10
     top = heading_top + line_px * lines + 12
-    longest = max(_label_px(bars[o][0]) for o in options)
+    longest = max(label_px(bars[o][0]) for o in options)
     fig = go.Figure()
     for k, option in enumerate(options):
         x, y = bars[option]
@@ -106,7 +106,9 @@ def dropdown_bars(
         }
         for k, option in enumerate(options)
     ]
-    menu, note = _dropdown(buttons, label=dropdown_label, above_plot_px=top - menu_top - _MENU_PX)
+    menu, note = dropdown_menu(
+        buttons, label=dropdown_label, above_plot_px=top - menu_top - _MENU_PX
+    )
     first_line_bottom = heading_top + line_px - 4
     fig.update_layout(
         title={
@@ -124,7 +126,7 @@ def dropdown_bars(
         margin={
             "t": top,
             "b": round(0.71 * longest + 24),
-            "l": round(max(60, _label_px([f"{dropdown_label}:"]) + 16)),
+            "l": round(max(60, label_px([f"{dropdown_label}:"]) + 16)),
             "r": 20,
         },
         showlegend=False,
@@ -256,7 +258,7 @@ def decoding_explorer(
         }
         for k, name in enumerate(filters)
     ]
-    menu, note = _dropdown(buttons, label="filter", above_plot_px=10)
+    menu, note = dropdown_menu(buttons, label="filter", above_plot_px=10)
     hidden = {"visible": False, "range": [0, 1], "fixedrange": True}
     fig.update_layout(
         title=title_dict,

@@ -14,7 +14,7 @@ from transformer_lab.viz.heatmap_panels import (
     _panels,
     _style_axes,
 )
-from transformer_lab.viz.layout import _REF_PLOT_PX, _dropdown, _label_px
+from transformer_lab.viz.layout import REF_PLOT_PX, dropdown_menu, label_px
 
 __all__ = ["heatmap_explorer", "slider_heatmaps", "dropdown_heatmaps"]
 
@@ -119,7 +119,7 @@ def heatmap_explorer(
     fig.update_annotations(font_size=14)  # the panel titles (the dropdown's caption below)
     if frame.has_menu:
         buttons = _menu_buttons(panels, options, labels, max_ticks, n_sliders)
-        menu, note = _dropdown(buttons, label=dropdown_label, above_plot_px=frame.above_plot)
+        menu, note = dropdown_menu(buttons, label=dropdown_label, above_plot_px=frame.above_plot)
         layout["updatemenus"] = [menu]
         if note is not None:
             layout["annotations"] = list(fig.layout.annotations) + [note]
@@ -290,8 +290,8 @@ def _slider_look(slider_values, slider_label) -> dict:
     prefix = f"{slider_label} = " if slider_label else ""
     look = {"currentvalue": {"prefix": prefix}}
     n = len(slider_values)
-    spacing = (_REF_PLOT_PX - 40) / max(1, n - 1)  # between the ticks, less the grip's room
-    if n > 1 and _label_px(slider_values) + 6 > spacing:
+    spacing = (REF_PLOT_PX - 40) / max(1, n - 1)  # between the ticks, less the grip's room
+    if n > 1 and label_px(slider_values) + 6 > spacing:
         look["font"] = {"color": "rgba(0,0,0,0)"}
         look["currentvalue"]["font"] = {"color": _SLIDER_TEXT}
     return look

@@ -14,13 +14,13 @@ from transformer_lab.viz.layout import (
     _COLORBAR_ROW_PX,
     _MENU_PX,
     _PANEL_TITLE_PX,
-    _REF_PLOT_PX,
     _SLIDER_PX,
     _TOP_PAD_PX,
-    _label_px,
+    REF_PLOT_PX,
     _n_lines,
     _tick_step,
     _z_and_text,
+    label_px,
     title_layout,
     wrap_title,
 )
@@ -83,7 +83,7 @@ def _panels(
     shares = list(column_widths) if column_widths is not None else [1.0] * n_panels
     shares = [w / sum(shares) for w in shares]
     titles = [
-        wrap_title(t, max(14, int(share * _REF_PLOT_PX / 7.5))) if t else t
+        wrap_title(t, max(14, int(share * REF_PLOT_PX / 7.5))) if t else t
         for t, share in zip(panel_titles, shares, strict=True)
     ]
     return _Panels(
@@ -153,11 +153,11 @@ def _frame(
     if has_menu:
         top += _MENU_PX + 6
     # the space below: rotated column labels, the axis title, colour bars, the slider
-    longest = max(_label_px(x) for o in options for x, _ in labels[o])
+    longest = max(label_px(x) for o in options for x, _ in labels[o])
     below = 0.71 * longest + 18 + (26 if any(x for x, _ in panels.axis_titles) else 0)
     # left and right: room for the dropdown's caption and a colour bar; the row labels
     # push the left margin as far as they need (automargin), at every width
-    left = _label_px([f"{dropdown_label}:"]) + 16 if has_menu and dropdown_label else 20
+    left = label_px([f"{dropdown_label}:"]) + 16 if has_menu and dropdown_label else 20
     last_barred = beside and panels.barred and panels.barred[-1] == panels.n - 1
     layout["margin"] = {
         "t": round(top),
@@ -175,11 +175,11 @@ def _horizontal_spacing(panels: _Panels, labels, options, frame: _Frame, shared_
     for p in range(panels.n - 1):
         need = 14.0
         if not shared_rows:
-            need += max(_label_px(labels[o][p + 1][1]) for o in options)
+            need += max(label_px(labels[o][p + 1][1]) for o in options)
             need += 22 if panels.axis_titles[p + 1][1] else 0
         need += _COLORBAR_PX if frame.beside and p in panels.barred else 0
         gap_px = max(gap_px, need)
-    spacing = max(0.025 if shared_rows else 0.06, gap_px / _REF_PLOT_PX)
+    spacing = max(0.025 if shared_rows else 0.06, gap_px / REF_PLOT_PX)
     return min(spacing, 0.6 / max(1, panels.n - 1))
 
 
@@ -192,7 +192,7 @@ def _colorbar(domain, frame: _Frame) -> dict:
     if frame.beside:  # in the right margin for the last panel
         return {
             **style,
-            "x": domain[1] + 6 / _REF_PLOT_PX,
+            "x": domain[1] + 6 / REF_PLOT_PX,
             "xanchor": "left",
             "y": 0.5,
             "yanchor": "middle",

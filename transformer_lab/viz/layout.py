@@ -1,4 +1,8 @@
-"""Layout shared by the explorations: titles that wrap, dropdowns, sliders, tick steps."""
+"""Layout shared by the explorations: titles that wrap, dropdowns, sliders, tick steps.
+
+Besides the public ``wrap_title`` and ``title_layout``, ``REF_PLOT_PX``, ``dropdown_menu``
+and ``label_px`` are the interface the explorer modules of ``viz`` share (the reference
+plot width, a dropdown placed in pixels, a tick label's width); chapters do not call them."""
 
 from __future__ import annotations
 
@@ -38,7 +42,7 @@ _COLORBAR_ROW_PX = 44  # a row of colour bars below the panels, with their tick 
 
 # the plot-area width assumed when turning pixels into paper fractions: that of the
 # narrowest figure, so gaps between panels are never too narrow (a little wide on a desktop)
-_REF_PLOT_PX = NARROWEST_PX - 100
+REF_PLOT_PX = NARROWEST_PX - 100
 
 _TAG = re.compile(r"<[^>]*>")
 
@@ -92,7 +96,7 @@ def title_layout(text: str, height: int, *, wrap: int = TITLE_WRAP) -> tuple[dic
     return layout, _TOP_PAD_PX + _TITLE_LINE_PX * _n_lines(text) + 4
 
 
-def _dropdown(buttons, *, label: str | None, above_plot_px: int):
+def dropdown_menu(buttons, *, label: str | None, above_plot_px: int):
     """A dropdown at the left edge, its bottom ``above_plot_px`` above the plot area, and
     the annotation naming it (to its left, in the margin). Both are placed in pixels from
     the top of the plot area, so they stay put when the plot area changes height."""
@@ -124,7 +128,7 @@ def _dropdown(buttons, *, label: str | None, above_plot_px: int):
     return menu, note
 
 
-def _label_px(labels, *, font: int = 12) -> float:
+def label_px(labels, *, font: int = 12) -> float:
     """Rough width in pixels of the longest tick label."""
     return 0.6 * font * max((len(str(s)) for s in labels), default=0)
 
