@@ -10,8 +10,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_ARGS ?=
+LINT_PATHS := transformer_lab tests tests_browser scripts conftest.py
 
-.PHONY: setup sync lab test unit lint chapters book browser bench clean
+.PHONY: setup sync lab test unit lint format chapters book browser bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,8 +29,13 @@ lab: setup
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) $(LAB_ARGS) book/index.md
 
 lint: setup
-	$(BIN)/ruff check transformer_lab tests tests_browser scripts conftest.py
-	$(BIN)/ruff format --check transformer_lab tests tests_browser scripts conftest.py
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+
+# rewrite what `make lint` checks: the lint fixes ruff can make, then its formatting (which
+# runs even when a lint error is left to fix by hand; the target then fails)
+format: setup
+	$(BIN)/ruff check --fix $(LINT_PATHS); status=$$?; $(BIN)/ruff format $(LINT_PATHS) && exit $$status
 
 unit: setup
 	$(BIN)/python -m pytest tests -q
