@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 from transformer_lab.checks import index_in
 from transformer_lab.viz.bar_labels import LABEL_FONT, value_labels
 from transformer_lab.viz.layout import (
-    _MENU_PX,
-    _SLIDER_PX,
-    _TOP_PAD_PX,
+    MENU_PX,
+    SLIDER_PX,
     TITLE_SIZE,
     TITLE_WRAP,
-    _n_lines,
+    TOP_PAD_PX,
+    count_lines,
     dropdown_menu,
     label_px,
     title_layout,
@@ -74,10 +74,10 @@ def dropdown_bars(
             raise ValueError(f"bars[{option!r}] has {len(x)} labels for {len(y)} heights")
     wrap = TITLE_WRAP * TITLE_SIZE // heading_size
     wrapped = {o: wrap_title(headings[o], wrap) for o in options}
-    lines = max(_n_lines(t) for t in wrapped.values())
+    lines = max(count_lines(t) for t in wrapped.values())
     line_px = round(1.3 * heading_size) + 1
-    menu_top = _TOP_PAD_PX
-    heading_top = menu_top + _MENU_PX + 10
+    menu_top = TOP_PAD_PX
+    heading_top = menu_top + MENU_PX + 10
     top = heading_top + line_px * lines + 12
     longest = max(label_px(bars[o][0]) for o in options)
     fig = go.Figure()
@@ -107,7 +107,7 @@ def dropdown_bars(
         for k, option in enumerate(options)
     ]
     menu, note = dropdown_menu(
-        buttons, label=dropdown_label, above_plot_px=top - menu_top - _MENU_PX
+        buttons, label=dropdown_label, above_plot_px=top - menu_top - MENU_PX
     )
     first_line_bottom = heading_top + line_px - 4
     fig.update_layout(
@@ -195,12 +195,12 @@ def decoding_explorer(
         return f"<b>{html.escape(name)}, temperature {t:g}</b><br>{body}"
 
     texts = {key: sample_text(*key) for key in ((f, t) for f in filters for t in temperatures)}
-    text_lines = max(_n_lines(v) for v in texts.values())
+    text_lines = max(count_lines(v) for v in texts.values())
 
     # pixels, top down: title, dropdown, bars, their x labels and title, sample, slider
     title_dict, top = title_layout(title, height)
-    top += _MENU_PX + 14
-    bottom = 20 + _SLIDER_PX
+    top += MENU_PX + 14
+    bottom = 20 + SLIDER_PX
     plot_px = height - top - bottom
     text_px = 17 * text_lines + 8
     bars_bottom = (text_px + 70) / plot_px  # room for the bars' tick labels and axis title

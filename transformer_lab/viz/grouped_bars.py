@@ -15,7 +15,7 @@ import numpy as np
 
 from transformer_lab.checks import index_in, instance_of
 from transformer_lab.viz.bar_labels import LABEL_FONT, value_labels
-from transformer_lab.viz.layout import _SLIDER_PX, title_layout
+from transformer_lab.viz.layout import SLIDER_PX, title_layout
 
 __all__ = ["slider_bars"]
 
@@ -180,7 +180,7 @@ def slider_bars(
         height=height,
         yaxis=axis,
         legend={"orientation": "v", "x": 0.0, "xanchor": "left", "y": 1.0, "yanchor": "bottom"},
-        margin={"t": top, "b": bottom_pad + _SLIDER_PX, "l": 60, "r": 20},
+        margin={"t": top, "b": bottom_pad + SLIDER_PX, "l": 60, "r": 20},
         sliders=[
             {
                 "active": active,

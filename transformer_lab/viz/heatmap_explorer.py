@@ -6,13 +6,13 @@ from collections.abc import Mapping, Sequence
 
 from transformer_lab.checks import index_in, instance_of
 from transformer_lab.viz.heatmap_panels import (
-    _add_heatmaps,
-    _axis_update,
-    _frame,
-    _horizontal_spacing,
-    _Panels,
-    _panels,
-    _style_axes,
+    Panels,
+    add_heatmaps,
+    axis_update,
+    build_frame,
+    build_panels,
+    horizontal_spacing,
+    style_axes,
 )
 from transformer_lab.viz.layout import REF_PLOT_PX, dropdown_menu, label_px
 
@@ -88,12 +88,12 @@ def heatmap_explorer(
     instance_of(own_sliders, bool, "own_sliders")
     options, values = _check_states(states, labels, len(panel_titles), same=not own_sliders)
     index_in(active, min(len(v) for v in values.values()), "active", "a slider index")
-    panels = _panels(
+    panels = build_panels(
         states, options, values, panel_titles, zranges=zranges, annotate=annotate,
         fmt=fmt, colorscale=colorscale, colorbars=colorbars, axis_titles=axis_titles,
         column_widths=column_widths,
     )  # fmt: skip
-    frame = _frame(
+    frame = build_frame(
         panels, labels, options, title=title, height=height, dropdown_label=dropdown_label,
         has_slider=slider_label is not None or any(len(v) > 1 for v in values.values()),
         has_menu=len(options) > 1 or bool(dropdown_label),
@@ -103,11 +103,11 @@ def heatmap_explorer(
         cols=panels.n,
         subplot_titles=panels.titles,
         column_widths=list(column_widths) if column_widths is not None else None,
-        horizontal_spacing=_horizontal_spacing(panels, labels, options, frame, shared_rows),
+        horizontal_spacing=horizontal_spacing(panels, labels, options, frame, shared_rows),
     )
-    _add_heatmaps(fig, panels, frame, options, {o: values[o][active] for o in options})
-    fig.update_layout(_axis_update(labels[options[0]], max_ticks))
-    _style_axes(fig, panels, shared_rows)
+    add_heatmaps(fig, panels, frame, options, {o: values[o][active] for o in options})
+    fig.update_layout(axis_update(labels[options[0]], max_ticks))
+    style_axes(fig, panels, shared_rows)
     layout = frame.layout
     n_sliders = 0
     if frame.has_slider and own_sliders:
@@ -237,7 +237,7 @@ def _check_states(states, labels, n_panels: int, *, same: bool) -> tuple[list, d
 # --- the controls ---------------------------------------------------------------------------
 
 
-def _slider(panels: _Panels, options, slider_values, active, slider_label, frame) -> dict:
+def _slider(panels: Panels, options, slider_values, active, slider_label, frame) -> dict:
     """A slider whose every step sets every trace (of every option), so the dropdown's
     choice survives a move of the slider."""
     steps = []
@@ -257,7 +257,7 @@ def _slider(panels: _Panels, options, slider_values, active, slider_label, frame
     }
 
 
-def _own_sliders(panels: _Panels, options, values, active, slider_label, frame) -> list[dict]:
+def _own_sliders(panels: Panels, options, values, active, slider_label, frame) -> list[dict]:
     """One slider per option, whose steps set that option's traces only; the first shows."""
     sliders = []
     for o_index, option in enumerate(options):
@@ -298,7 +298,7 @@ def _slider_look(slider_values, slider_label) -> dict:
 
 
 def _menu_buttons(
-    panels: _Panels, options, labels, max_ticks: int | None, n_sliders: int = 0
+    panels: Panels, options, labels, max_ticks: int | None, n_sliders: int = 0
 ) -> list[dict]:
     """One dropdown button per option: it shows that option's traces and tick labels, and
     its own slider when each option has one (``n_sliders``)."""
@@ -307,7 +307,7 @@ def _menu_buttons(
     for o_index, option in enumerate(options):
         first = o_index * panels.n
         visible = [first <= t < first + panels.n for t in range(n_traces)]
-        layout = _axis_update(labels[option], max_ticks)
+        layout = axis_update(labels[option], max_ticks)
         layout.update({f"sliders[{k}].visible": k == o_index for k in range(n_sliders)})
         buttons.append(
             {

@@ -1,6 +1,12 @@
 """The panels of :func:`~transformer_lab.viz.heatmap_explorer.heatmap_explorer`: what each
-one shows (:class:`_Panels`), where they go in the figure (:class:`_Frame`: margins, the room
-between panels, colour bars), and their heatmaps and axes."""
+one shows (:class:`Panels`), where they go in the figure (:class:`Frame`: margins, the room
+between panels, colour bars), and their heatmaps and axes.
+
+These are the parts ``heatmap_explorer`` assembles, and its interface to this module; they
+stay outside ``__all__`` (chapters call ``heatmap_explorer``): ``build_panels`` makes the
+:class:`Panels`, ``build_frame`` the :class:`Frame`, ``horizontal_spacing`` gives the room
+between panels, ``add_heatmaps`` draws them, ``axis_update`` relabels their axes for one
+option and ``style_axes`` sets the axes' look."""
 
 from __future__ import annotations
 
@@ -8,21 +14,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transformer_lab.viz.heatmaps import _as_2d
+from transformer_lab.viz.heatmaps import as_2d
 from transformer_lab.viz.layout import (
-    _COLORBAR_PX,
-    _COLORBAR_ROW_PX,
-    _MENU_PX,
-    _PANEL_TITLE_PX,
-    _SLIDER_PX,
-    _TOP_PAD_PX,
+    COLORBAR_PX,
+    COLORBAR_ROW_PX,
+    MENU_PX,
+    PANEL_TITLE_PX,
     REF_PLOT_PX,
-    _n_lines,
-    _tick_step,
-    _z_and_text,
+    SLIDER_PX,
+    TOP_PAD_PX,
+    count_lines,
     label_px,
+    tick_step,
     title_layout,
     wrap_title,
+    z_and_text,
 )
 
 __all__: list[str] = []  # the parts of heatmap_explorer; chapters call that
@@ -31,7 +37,7 @@ __all__: list[str] = []  # the parts of heatmap_explorer; chapters call that
 
 
 @dataclass
-class _Panels:
+class Panels:
     """What the panels show and how, one entry per panel in every list."""
 
     arrays: dict  # (option, slider value) -> the 2-d arrays of the panels
@@ -50,7 +56,7 @@ class _Panels:
 
     def cells(self, option, slider_value, p: int) -> tuple[list, list]:
         """Panel ``p``'s z (None where not finite) and cell texts for one state."""
-        return _z_and_text(self.arrays[option, slider_value][p], self.fmts[p], self.annotate[p])
+        return z_and_text(self.arrays[option, slider_value][p], self.fmts[p], self.annotate[p])
 
 
 def _per_panel(value, kind: type, n_panels: int) -> list:
@@ -58,10 +64,10 @@ def _per_panel(value, kind: type, n_panels: int) -> list:
     return [value] * n_panels if isinstance(value, kind) else list(value)
 
 
-def _panels(
+def build_panels(
     states, options, values, panel_titles, *, zranges, annotate, fmt, colorscale,
     colorbars, axis_titles, column_widths,
-) -> _Panels:  # fmt: skip
+) -> Panels:  # fmt: skip
     """The panels' settings one per panel, their arrays for every state (``values[option]``
     are the option's slider values), their colour ranges, which of them draw a colour bar,
     and their titles wrapped to fit."""
@@ -73,7 +79,7 @@ def _panels(
     if len(with_bar) != n_panels:
         raise ValueError(f"{len(with_bar)} colorbars flags for {n_panels} panels")
     axis_titles = list(axis_titles) if axis_titles is not None else [("", "")] * n_panels
-    arrays = {(o, s): [_as_2d(a) for a in states[o][s]] for o in options for s in values[o]}
+    arrays = {(o, s): [as_2d(a) for a in states[o][s]] for o in options for s in values[o]}
     ranges = _color_ranges(arrays, zranges, n_panels)
     # one shared bar when every panel with a bar has the same range and colour scale
     barred = [p for p in range(n_panels) if with_bar[p]]
@@ -86,7 +92,7 @@ def _panels(
         wrap_title(t, max(14, int(share * REF_PLOT_PX / 7.5))) if t else t
         for t, share in zip(panel_titles, shares, strict=True)
     ]
-    return _Panels(
+    return Panels(
         arrays, list(panel_titles), titles, ranges, colorscales, fmts, annotate, axis_titles,
         barred,
     )  # fmt: skip
@@ -110,7 +116,7 @@ def _color_ranges(arrays, zranges, n_panels: int) -> list[tuple[float, float]]:
 
 
 @dataclass
-class _Frame:
+class Frame:
     """Where things go around the panels, in pixels."""
 
     layout: dict  # height, background, title and margins of the figure
@@ -131,18 +137,18 @@ class _Frame:
         return self.layout["height"] - margin["t"] - margin["b"]
 
 
-def _frame(
-    panels: _Panels, labels, options, *, title, height, dropdown_label, has_slider, has_menu
-) -> _Frame:
+def build_frame(
+    panels: Panels, labels, options, *, title, height, dropdown_label, has_slider, has_menu
+) -> Frame:
     """The figure's height and margins: from the top the title, the dropdown and the panel
     titles; below the panels the column labels, a row of colour bars and the slider."""
     beside = len(panels.barred) <= 1
-    strip = 0 if beside else _COLORBAR_ROW_PX
+    strip = 0 if beside else COLORBAR_ROW_PX
     height = height + strip  # a row of colour bars adds its height: the panels keep theirs
     # the space above the panels, from the top: title, dropdown, panel titles
-    panel_lines = max((_n_lines(t) for t in panels.titles if t), default=0)
-    above_plot = (_PANEL_TITLE_PX * panel_lines + 6 if panel_lines else 0) + 4
-    top = _TOP_PAD_PX + above_plot
+    panel_lines = max((count_lines(t) for t in panels.titles if t), default=0)
+    above_plot = (PANEL_TITLE_PX * panel_lines + 6 if panel_lines else 0) + 4
+    top = TOP_PAD_PX + above_plot
     layout = {
         "height": height,
         "plot_bgcolor": "#d0d0d0",  # shows through the gaps left by -inf (masked) cells
@@ -151,7 +157,7 @@ def _frame(
         layout["title"], top = title_layout(title, height)
         top += above_plot
     if has_menu:
-        top += _MENU_PX + 6
+        top += MENU_PX + 6
     # the space below: rotated column labels, the axis title, colour bars, the slider
     longest = max(label_px(x) for o in options for x, _ in labels[o])
     below = 0.71 * longest + 18 + (26 if any(x for x, _ in panels.axis_titles) else 0)
@@ -161,14 +167,14 @@ def _frame(
     last_barred = beside and panels.barred and panels.barred[-1] == panels.n - 1
     layout["margin"] = {
         "t": round(top),
-        "b": round(below + 10 + strip + (_SLIDER_PX if has_slider else 0)),
+        "b": round(below + 10 + strip + (SLIDER_PX if has_slider else 0)),
         "l": round(left),
-        "r": 24 + (_COLORBAR_PX if last_barred else 0),
+        "r": 24 + (COLORBAR_PX if last_barred else 0),
     }
-    return _Frame(layout, above_plot, below, strip, has_slider, has_menu)
+    return Frame(layout, above_plot, below, strip, has_slider, has_menu)
 
 
-def _horizontal_spacing(panels: _Panels, labels, options, frame: _Frame, shared_rows) -> float:
+def horizontal_spacing(panels: Panels, labels, options, frame: Frame, shared_rows) -> float:
     """Room between panels (a fraction of the width) for the next panel's row labels and
     y title, and a colour bar beside the panel."""
     gap_px = 0.0
@@ -177,7 +183,7 @@ def _horizontal_spacing(panels: _Panels, labels, options, frame: _Frame, shared_
         if not shared_rows:
             need += max(label_px(labels[o][p + 1][1]) for o in options)
             need += 22 if panels.axis_titles[p + 1][1] else 0
-        need += _COLORBAR_PX if frame.beside and p in panels.barred else 0
+        need += COLORBAR_PX if frame.beside and p in panels.barred else 0
         gap_px = max(gap_px, need)
     spacing = max(0.025 if shared_rows else 0.06, gap_px / REF_PLOT_PX)
     return min(spacing, 0.6 / max(1, panels.n - 1))
@@ -186,7 +192,7 @@ def _horizontal_spacing(panels: _Panels, labels, options, frame: _Frame, shared_
 # --- the traces and the axes ----------------------------------------------------------------
 
 
-def _colorbar(domain, frame: _Frame) -> dict:
+def _colorbar(domain, frame: Frame) -> dict:
     """A colour bar right of the panel spanning ``domain``, or under it in the row of bars."""
     style = {"thickness": 10, "outlinewidth": 0, "ticklen": 3, "tickfont": {"size": 10}}
     if frame.beside:  # in the right margin for the last panel
@@ -214,7 +220,7 @@ def _colorbar(domain, frame: _Frame) -> dict:
     }
 
 
-def _add_heatmaps(fig, panels: _Panels, frame: _Frame, options, start: dict) -> None:
+def add_heatmaps(fig, panels: Panels, frame: Frame, options, start: dict) -> None:
     """One heatmap per option and panel at the option's slider value ``start[option]``;
     the first option's show."""
     domains = [fig.get_subplot(1, p + 1).xaxis.domain for p in range(panels.n)]
@@ -242,11 +248,11 @@ def _add_heatmaps(fig, panels: _Panels, frame: _Frame, options, start: dict) -> 
 def _ticks(names, max_ticks: int | None) -> tuple[list[int], list[str]]:
     """Tick positions and labels: every label, or every n-th for at most ``max_ticks``."""
     names = [str(s) for s in names]
-    keep = range(0, len(names), _tick_step(len(names), max_ticks))
+    keep = range(0, len(names), tick_step(len(names), max_ticks))
     return list(keep), [names[i] for i in keep]
 
 
-def _axis_update(panel_labels, max_ticks: int | None) -> dict:
+def axis_update(panel_labels, max_ticks: int | None) -> dict:
     """The tick labels of every panel's axes, as a layout update (one option's labels)."""
     update = {}
     for p, (x_labels, y_labels) in enumerate(panel_labels):
@@ -260,7 +266,7 @@ def _axis_update(panel_labels, max_ticks: int | None) -> dict:
     return update
 
 
-def _style_axes(fig, panels: _Panels, shared_rows: bool) -> None:
+def style_axes(fig, panels: Panels, shared_rows: bool) -> None:
     """Rows top to bottom, slanted column labels, no grid; axis titles per panel."""
     fig.update_yaxes(autorange="reversed", showgrid=False, zeroline=False, automargin=True)
     fig.update_xaxes(tickangle=-45, showgrid=False, zeroline=False)

@@ -1,4 +1,7 @@
-"""Heatmaps: one matrix, an attention pattern, every head, and a kernel-free SVG."""
+"""Heatmaps: one matrix, an attention pattern, every head, and a kernel-free SVG.
+
+Outside ``__all__``, ``as_2d`` and ``cell_text`` are shared with the heatmap explorer
+(``viz.layout``, ``viz.heatmap_panels``): a matrix read as a 2-d array, and a cell's text."""
 
 from __future__ import annotations
 
@@ -11,7 +14,9 @@ import numpy as np
 __all__ = ["heatmap", "attention_heatmap", "plot_heads", "svg_heatmap"]
 
 
-def _as_2d(matrix, name: str = "matrix") -> np.ndarray:
+def as_2d(matrix, name: str = "matrix") -> np.ndarray:
+    """``matrix`` (a tensor, an array or nested lists) as a 2-d float array; leading axes
+    of size 1 are dropped, any other shape is refused, naming ``name``."""
     if hasattr(matrix, "detach"):
         matrix = matrix.detach().to("cpu").float().numpy()
     array = np.asarray(matrix, dtype=float)
@@ -27,7 +32,8 @@ def _check_labels(labels, size: int, what: str):
         raise ValueError(f"{len(labels)} {what} labels for {size} {what}s")
 
 
-def _cell_text(value: float, fmt: str) -> str:
+def cell_text(value: float, fmt: str) -> str:
+    """The text written in a cell: ``value`` in ``fmt``, or ``nan``, ``∞``, ``-∞``."""
     if math.isnan(value):
         return "nan"
     if math.isinf(value):
@@ -58,7 +64,7 @@ def heatmap(
     """
     import matplotlib.pyplot as plt
 
-    values = _as_2d(matrix)
+    values = as_2d(matrix)
     n_rows, n_cols = values.shape
     _check_labels(x_labels, n_cols, "column")
     _check_labels(y_labels, n_rows, "row")
@@ -89,7 +95,7 @@ def heatmap(
                 ax.text(
                     j,
                     i,
-                    _cell_text(value, fmt),
+                    cell_text(value, fmt),
                     ha="center",
                     va="center",
                     fontsize=8,
@@ -120,7 +126,7 @@ def attention_heatmap(
     None, as in self-attention). Numbers are written in the cells for up to 12 keys unless
     ``annotate`` says otherwise. Returns the Axes.
     """
-    values = _as_2d(weights, "weights")
+    values = as_2d(weights, "weights")
     query_tokens = tokens if query_tokens is None else query_tokens
     annotate = values.shape[1] <= 12 if annotate is None else annotate
     return heatmap(
@@ -234,7 +240,7 @@ def svg_heatmap(
     Building the string takes about a millisecond for a 16 x 16 matrix, so a widget can
     redraw on every control change; the SVG has ``role="img"`` and an ``aria-label``.
     """
-    values = _as_2d(matrix)
+    values = as_2d(matrix)
     n_rows, n_cols = values.shape
     _check_labels(x_labels, n_cols, "column")
     _check_labels(y_labels, n_rows, "row")
@@ -269,7 +275,7 @@ def svg_heatmap(
                 parts.append(
                     f'<text x="{x + cell / 2:.1f}" y="{y + cell / 2:.1f}" fill="{ink[i, j]}" '
                     f'text-anchor="middle" dominant-baseline="central">'
-                    f"{_cell_text(float(values[i, j]), fmt)}</text>"
+                    f"{cell_text(float(values[i, j]), fmt)}</text>"
                 )
     for i, name in enumerate(y_labels or []):
         parts.append(

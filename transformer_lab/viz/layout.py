@@ -1,8 +1,13 @@
 """Layout shared by the explorations: titles that wrap, dropdowns, sliders, tick steps.
 
-Besides the public ``wrap_title`` and ``title_layout``, ``REF_PLOT_PX``, ``dropdown_menu``
-and ``label_px`` are the interface the explorer modules of ``viz`` share (the reference
-plot width, a dropdown placed in pixels, a tick label's width); chapters do not call them."""
+Chapters call ``wrap_title`` and ``title_layout``. The rest is the interface the explorer
+modules of ``viz`` (``bars``, ``grouped_bars``, ``heatmap_panels``, ``heatmap_explorer``)
+share, outside ``__all__``: the heights in pixels of what stands around a plot
+(``TOP_PAD_PX``, ``MENU_PX``, ``PANEL_TITLE_PX``, ``SLIDER_PX``, ``COLORBAR_PX``,
+``COLORBAR_ROW_PX``), the reference plot width ``REF_PLOT_PX``, a dropdown placed in pixels
+(``dropdown_menu``), a tick label's width (``label_px``), the lines of a wrapped title
+(``count_lines``), the step between tick labels (``tick_step``) and a heatmap's cells as
+Plotly takes them (``z_and_text``)."""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ import re
 
 import numpy as np
 
-from transformer_lab.viz.heatmaps import _cell_text
+from transformer_lab.viz.heatmaps import cell_text
 
 __all__ = ["wrap_title", "title_layout"]
 
@@ -28,17 +33,17 @@ NARROWEST_PX = 620  # the narrowest width the site draws a figure at
 
 _TITLE_LINE_PX = 21  # height of one title line at TITLE_SIZE
 
-_TOP_PAD_PX = 10  # from the top of the figure to the first title line
+TOP_PAD_PX = 10  # from the top of the figure to the first title line
 
-_MENU_PX = 34  # height of a closed dropdown
+MENU_PX = 34  # height of a closed dropdown
 
-_PANEL_TITLE_PX = 18  # a line of a subplot title (14 px) above a panel
+PANEL_TITLE_PX = 18  # a line of a subplot title (14 px) above a panel
 
-_SLIDER_PX = 82  # a slider below its pad: current value, rail, ticks and tick labels
+SLIDER_PX = 82  # a slider below its pad: current value, rail, ticks and tick labels
 
-_COLORBAR_PX = 54  # a colour bar with its tick labels, beside a panel
+COLORBAR_PX = 54  # a colour bar with its tick labels, beside a panel
 
-_COLORBAR_ROW_PX = 44  # a row of colour bars below the panels, with their tick labels
+COLORBAR_ROW_PX = 44  # a row of colour bars below the panels, with their tick labels
 
 # the plot-area width assumed when turning pixels into paper fractions: that of the
 # narrowest figure, so gaps between panels are never too narrow (a little wide on a desktop)
@@ -70,7 +75,8 @@ def wrap_title(text: str, width: int = TITLE_WRAP) -> str:
     return "<br>".join(lines)
 
 
-def _n_lines(text: str) -> int:
+def count_lines(text: str) -> int:
+    """The number of lines of ``text``: its ``<br>`` breaks plus one."""
     return len(_BREAK.split(text))
 
 
@@ -85,7 +91,7 @@ def title_layout(text: str, height: int, *, wrap: int = TITLE_WRAP) -> tuple[dic
     ``fig.update_layout(title=layout, margin_t=top + ...)``.
     """
     text = wrap_title(text, wrap)
-    first_line_bottom = _TOP_PAD_PX + 17
+    first_line_bottom = TOP_PAD_PX + 17
     layout = {
         "text": text,
         "font": {"size": TITLE_SIZE},
@@ -93,7 +99,7 @@ def title_layout(text: str, height: int, *, wrap: int = TITLE_WRAP) -> tuple[dic
         "y": 1 - first_line_bottom / height,
         "yanchor": "bottom",
     }
-    return layout, _TOP_PAD_PX + _TITLE_LINE_PX * _n_lines(text) + 4
+    return layout, TOP_PAD_PX + _TITLE_LINE_PX * count_lines(text) + 4
 
 
 def dropdown_menu(buttons, *, label: str | None, above_plot_px: int):
@@ -133,7 +139,7 @@ def label_px(labels, *, font: int = 12) -> float:
     return 0.6 * font * max((len(str(s)) for s in labels), default=0)
 
 
-def _tick_step(n: int, max_ticks: int | None) -> int:
+def tick_step(n: int, max_ticks: int | None) -> int:
     """The smallest of 1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 50, ... that leaves at most
     ``max_ticks`` of ``n`` labels."""
     if not max_ticks or n <= max_ticks:
@@ -144,8 +150,8 @@ def _tick_step(n: int, max_ticks: int | None) -> int:
     return math.ceil(n / max_ticks)
 
 
-def _z_and_text(values: np.ndarray, fmt: str, annotate: bool):
+def z_and_text(values: np.ndarray, fmt: str, annotate: bool):
     """JSON-safe z (None where not finite, so Plotly leaves a gap) and the cell texts."""
     z = [[round(float(v), 5) if math.isfinite(v) else None for v in row] for row in values]
-    text = [[_cell_text(float(v), fmt) if annotate else "" for v in row] for row in values]
+    text = [[cell_text(float(v), fmt) if annotate else "" for v in row] for row in values]
     return z, text
