@@ -46,7 +46,7 @@ import torch
 
 from transformer_lab.checks import instance_of, integer, one_of, positive_int
 from transformer_lab.data.cache import CACHE_HINT, cache_dir, write_atomically
-from transformer_lab.data.number_words import LANGUAGES, _words, number_to_words
+from transformer_lab.data.number_words import LANGUAGES, number_to_words
 from transformer_lab.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocab
 from transformer_lab.device import check_device
 
@@ -294,7 +294,7 @@ JOINERS = {"en": "and", "de": "und", "fr": "et"}  # between the numbers of a joi
 def _sentence(group: list[int], lang: str) -> tuple[str, ...]:
     words = []
     for i, n in enumerate(group):
-        words += ([JOINERS[lang]] if i else []) + _words(n, lang)
+        words += ([JOINERS[lang]] if i else []) + number_to_words(n, lang)
     return tuple(words)
 
 

@@ -36,7 +36,7 @@ from transformer_lab.checks import (
     non_negative_int,
     positive_int,
 )
-from transformer_lab.models.rnn import _RecurrentDecoder
+from transformer_lab.models.rnn import RecurrentDecoder
 from transformer_lab.nn.attention import attention_weights
 from transformer_lab.nn.scores import attend
 
@@ -109,7 +109,7 @@ class ConvEncoder(nn.Module):
         return maps.flatten(2).transpose(1, 2) + self.W_pos  # [batch, cells, d_model]
 
 
-class Captioner(_RecurrentDecoder):
+class Captioner(RecurrentDecoder):
     """Encoder and decoder; ``model(images, tgt_in)`` returns logits ``[batch, tgt_pos,
     d_vocab]`` under teacher forcing (``tgt_in`` starts with ``<bos>``)."""
 

@@ -29,7 +29,8 @@ RNN's state (:meth:`Seq2Seq.initial_state`), and teacher forcing has to run one 
 time, through the same step as greedy decoding.
 
 The image captioner of :mod:`transformer_lab.models.captioner` decodes the same way and
-shares this module's read-out, batched scores and greedy loop.
+shares this module's read-out, batched scores and greedy loop: both subclass
+:class:`RecurrentDecoder`, which stays outside ``__all__`` (a base class, not a model).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class Memory:
     mask: torch.Tensor  # True at real source tokens [batch, src_pos]
 
 
-class _RecurrentDecoder(nn.Module):
+class RecurrentDecoder(nn.Module):
     """What the recurrent decoders with attention share (:class:`Seq2Seq` and the
     captioner): the read-out ``logits = W_U tanh(W_c [a; s])``, the scores of all steps at
     once, the check of token ids and the greedy loop. A subclass has a ``config`` with
@@ -174,7 +175,7 @@ class _RecurrentDecoder(nn.Module):
         return torch.stack(ids, dim=1), weights
 
 
-class Seq2Seq(_RecurrentDecoder):
+class Seq2Seq(RecurrentDecoder):
     """Encoder-decoder RNN; ``model(src, tgt_in)`` returns logits ``[batch, tgt_pos, d_vocab_tgt]``.
 
     ``src`` is right-padded with ``pad_id``; ``tgt_in`` starts with ``bos_id``. The hook
