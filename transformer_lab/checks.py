@@ -9,10 +9,15 @@ NumPy's scalars count as the numbers they hold: ``np.int64(3)`` is an int and
 ``np.float32(0.5)`` a number (any ``numbers.Integral`` / ``numbers.Real``), and the checks
 return them as a Python ``int`` / ``float``. A 0-d array or tensor is refused: it is an
 array (mutable, with a device and a dtype of its own); ``.item()`` gives its number.
+
+Two things every stage shares live here too: :data:`IGNORE_INDEX`, the label of a position
+that no loss counts, and :func:`require`, the import of an optional package that says how to
+install it when it is missing.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Collection
 from numbers import Integral, Real  # numpy's scalars count too; bool is refused by hand
@@ -20,6 +25,7 @@ from numbers import Integral, Real  # numpy's scalars count too; bool is refused
 import torch
 
 __all__ = [
+    "IGNORE_INDEX",
     "is_int",
     "integer",
     "positive_int",
@@ -45,6 +51,9 @@ __all__ = [
 
 
 _INT_LIMIT = 2**63  # sizes and counts beyond int64 fit no tensor
+
+# the label (target) of a position that no loss counts: F.cross_entropy's default ignore_index
+IGNORE_INDEX = -100
 
 
 def is_int(value) -> bool:
@@ -318,3 +327,14 @@ def weights_dtype(x: torch.Tensor, weight: torch.Tensor, name: str = "input") ->
     if x.dtype != weight.dtype and not autocast_on(x):
         raise TypeError(f"{name} has dtype {x.dtype} but the weights {weight.dtype}")
     return x
+
+
+def require(module: str, pip_name: str):
+    """Import ``module`` or raise an ImportError that names the install command."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(
+            f"this needs the '{pip_name}' package: pip install {pip_name}  "
+            f"(or reinstall the book's environment: pip install -e .)"
+        ) from err

@@ -2,7 +2,7 @@
 
 import torch
 
-from transformer_lab.data.recall import IGNORE, RecallTask
+from transformer_lab.data.recall import IGNORE_INDEX, RecallTask
 
 
 def test_a_batch_is_a_dictionary_then_its_look_ups():
@@ -14,7 +14,7 @@ def test_a_batch_is_a_dictionary_then_its_look_ups():
         entries = dict(zip(keys[:4].tolist(), values[:4].tolist(), strict=True))
         assert len(entries) == 4  # distinct keys
         assert all(0 <= v < 5 for v in entries.values())
-        assert (targets[:4] == IGNORE).all() and (values[4:] == task.blank).all()
+        assert (targets[:4] == IGNORE_INDEX).all() and (values[4:] == task.blank).all()
         for key, target in zip(keys[4:].tolist(), targets[4:].tolist(), strict=True):
             assert entries[key] == target  # the look-up's answer is the entry's value
 

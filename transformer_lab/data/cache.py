@@ -13,6 +13,10 @@ the target in one step. A reader sees the old file or the whole new one, never h
 one; a failure (a full disk, a read-only folder) leaves no partial file behind and is
 reported as an ``OSError`` that names the file and the cause in words.
 :func:`check_writable` asks the same question before a long job starts.
+
+Outside ``__all__``, for the other modules that write files: :func:`disk_error` (an
+``OSError`` told plainly) and :func:`temporary_name` (the name a file is written under
+before it replaces its target).
 """
 
 from __future__ import annotations
@@ -58,11 +62,11 @@ def cache_dir() -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise _disk_error(err, path, "create the cache folder", CACHE_HINT) from err
+        raise disk_error(err, path, "create the cache folder", CACHE_HINT) from err
     return path
 
 
-def _disk_error(err: OSError, path, doing: str = "write", hint: str = "") -> OSError:
+def disk_error(err: OSError, path, doing: str = "write", hint: str = "") -> OSError:
     """``err`` told plainly: what could not be done to which file, and why (an ``OSError``
     of the same kind: ``PermissionError`` for a read-only folder)."""
     if err.errno is None:
@@ -71,6 +75,9 @@ def _disk_error(err: OSError, path, doing: str = "write", hint: str = "") -> OSE
     if err.errno in _CAUSES:
         cause += f" ({_CAUSES[err.errno]})"
     return OSError(err.errno, f"cannot {doing} {path}: {cause}{hint}")
+
+
+_disk_error = disk_error  # the old name, still imported by training.checkpoint
 
 
 def _new_file(path: Path) -> int:
@@ -82,7 +89,8 @@ def _open(fd: int) -> BinaryIO:
     return os.fdopen(fd, "wb")
 
 
-def _temporary_name(path: Path) -> Path:
+def temporary_name(path: Path) -> Path:
+    """A new name beside ``path`` for a file being written (``write_atomically``'s kind)."""
     return path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
 
 
@@ -104,12 +112,12 @@ def write_atomically(
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"path {path} is a folder; give the path of a file inside it")
-    tmp = _temporary_name(path)
+    tmp = temporary_name(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = _new_file(tmp)
     except OSError as err:
-        raise _disk_error(err, path, hint=hint) from err
+        raise disk_error(err, path, hint=hint) from err
     try:
         with _open(fd) as file:
             write(file)
@@ -120,7 +128,7 @@ def write_atomically(
         tmp.unlink(missing_ok=True)
         disk = _os_error_in(err)
         if disk is not None:
-            raise _disk_error(disk, path, hint=hint) from err
+            raise disk_error(disk, path, hint=hint) from err
         raise
     return path
 
@@ -146,13 +154,13 @@ def check_writable(folder: str | os.PathLike, *, hint: str = "") -> Path:
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{folder} is a file, not a folder")
-    probe = _temporary_name(folder / ".write-test")
+    probe = temporary_name(folder / ".write-test")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         os.close(_new_file(probe))
         probe.unlink()
     except OSError as err:
-        raise _disk_error(err, folder, "write in", hint) from err
+        raise disk_error(err, folder, "write in", hint) from err
     return folder
 
 

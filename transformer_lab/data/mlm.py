@@ -32,7 +32,14 @@ from typing import Generic, TypeVar
 
 import torch
 
-from transformer_lab.checks import fraction, int_at_least, positive_int, string, token_ids
+from transformer_lab.checks import (
+    IGNORE_INDEX,
+    fraction,
+    int_at_least,
+    positive_int,
+    string,
+    token_ids,
+)
 from transformer_lab.device import check_device
 
 __all__ = [
@@ -49,7 +56,6 @@ __all__ = [
     "word_spans",
 ]
 
-IGNORE_INDEX = -100
 T = TypeVar("T")
 
 

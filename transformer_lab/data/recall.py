@@ -13,7 +13,7 @@ A sequence of 3 entries and 2 look-ups, keys as letters, values as digits, ``_``
 
     keys    c  a  f  f  c
     values  7  2  4  _  _
-    targets -  -  -  4  7        (- : no loss, the label IGNORE)
+    targets -  -  -  4  7        (- : no loss, the label IGNORE_INDEX)
 
 Batches come from a seeded generator; the three splits draw from disjoint seeds
 (``SPLIT_SEEDS``), so the validation set that chooses a learning rate and the test set that
@@ -28,10 +28,11 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_lab.checks import int_at_least, one_of, positive_int, seed_int
-from transformer_lab.data.toy import IGNORE
+from transformer_lab.checks import IGNORE_INDEX, int_at_least, one_of, positive_int, seed_int
 
-__all__ = ["RecallTask", "RecallBatch", "SPLIT_SEEDS", "IGNORE"]
+__all__ = ["RecallTask", "RecallBatch", "SPLIT_SEEDS", "IGNORE_INDEX"]
+
+IGNORE = IGNORE_INDEX  # the old name, still imported by training.recall
 
 # the first seed of each split's generator: training batches use seed + SPLIT_SEEDS["train"]
 SPLIT_SEEDS = {"train": 0, "validation": 1_000_003, "test": 2_000_003}
@@ -41,7 +42,7 @@ SPLIT_SEEDS = {"train": 0, "validation": 1_000_003, "test": 2_000_003}
 class RecallBatch:
     keys: torch.Tensor  # [batch, pos] key ids, entries then look-ups
     values: torch.Tensor  # [batch, pos] value ids; the blank id n_values at look-ups
-    targets: torch.Tensor  # [batch, pos] the value to answer at look-ups, IGNORE elsewhere
+    targets: torch.Tensor  # [batch, pos] the value to answer at look-ups, IGNORE_INDEX elsewhere
 
     def to(self, device) -> RecallBatch:
         return RecallBatch(self.keys.to(device), self.values.to(device), self.targets.to(device))
@@ -52,7 +53,7 @@ class RecallBatch:
     @property
     def n_pairs(self) -> int:
         """Entries before the first look-up."""
-        return int((self.targets[0] == IGNORE).sum())
+        return int((self.targets[0] == IGNORE_INDEX).sum())
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class RecallTask:
         values = torch.randint(0, self.n_values, (batch_size, n_pairs), generator=g)
         asked = torch.randint(0, n_pairs, (batch_size, n_queries), generator=g)
         blanks = torch.full((batch_size, n_queries), self.blank)
-        ignored = torch.full((batch_size, n_pairs), IGNORE)
+        ignored = torch.full((batch_size, n_pairs), IGNORE_INDEX)
         return RecallBatch(
             keys=torch.cat([keys, keys.gather(1, asked)], dim=1),
             values=torch.cat([values, blanks], dim=1),

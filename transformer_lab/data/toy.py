@@ -1,4 +1,9 @@
-"""Toy sequence tasks with a known answer: copy the previous token, sum the neighbours."""
+"""Toy sequence tasks with a known answer: copy the previous token, sum the neighbours.
+
+A position without an answer has the target ``IGNORE_INDEX`` (F.cross_entropy's
+``ignore_index``, from :mod:`transformer_lab.checks`). Outside ``__all__``, the training
+loop of :mod:`transformer_lab.training.toy` reads a task's batch maker with
+:func:`batch_maker`."""
 
 from __future__ import annotations
 
@@ -6,11 +11,11 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
-from transformer_lab.checks import positive_int
+from transformer_lab.checks import IGNORE_INDEX, positive_int
 
-__all__ = ["IGNORE", "previous_token", "neighbours", "toy_batches"]
+__all__ = ["IGNORE_INDEX", "previous_token", "neighbours", "toy_batches"]
 
-IGNORE = -100  # target of a position without an answer (F.cross_entropy's ignore_index)
+IGNORE = IGNORE_INDEX  # the old name, still imported by training.toy
 
 
 def _ids(batch: int, n: int, d_vocab: int, generator: torch.Generator | None) -> torch.Tensor:
@@ -23,18 +28,18 @@ def _ids(batch: int, n: int, d_vocab: int, generator: torch.Generator | None) ->
 
 def previous_token(batch: int, n: int, d_vocab: int, generator=None):
     """Random ids ``x [batch, pos]`` and ``y [batch, pos, 1]`` with ``y[:, i] = x[:, i-1]``
-    (``IGNORE`` at position 0)."""
+    (``IGNORE_INDEX`` at position 0)."""
     x = _ids(batch, n, d_vocab, generator)
-    y = torch.full_like(x, IGNORE)
+    y = torch.full_like(x, IGNORE_INDEX)
     y[:, 1:] = x[:, :-1]
     return x, y[..., None]  # [batch, pos], [batch, pos, 1]
 
 
 def neighbours(batch: int, n: int, d_vocab: int, generator=None):
     """Random ids ``x [batch, pos]`` and ``y [batch, pos, 2]``: ``y[..., 0]`` the previous
-    token and ``y[..., 1]`` the next one (``IGNORE`` where there is none)."""
+    token and ``y[..., 1]`` the next one (``IGNORE_INDEX`` where there is none)."""
     x = _ids(batch, n, d_vocab, generator)
-    y = torch.full((batch, n, 2), IGNORE, dtype=torch.long)
+    y = torch.full((batch, n, 2), IGNORE_INDEX, dtype=torch.long)
     y[:, 1:, 0] = x[:, :-1]
     y[:, :-1, 1] = x[:, 1:]
     return x, y  # [batch, pos], [batch, pos, 2]
@@ -53,12 +58,16 @@ TASKS: dict[str, tuple[Callable, int]] = {  # name -> (batch maker, answers per 
 }
 
 
-def _task(task: str | Callable) -> Callable:
+def batch_maker(task: str | Callable) -> Callable:
+    """The batch maker of ``task``: a name in :data:`TASKS` or a function, returned as is."""
     if callable(task):
         return task
     if task not in TASKS:
         raise ValueError(f"task must be one of {sorted(TASKS)} or a function, got {task!r}")
     return TASKS[task][0]
+
+
+_task = batch_maker  # the old name, still imported by training.toy
 
 
 def toy_batches(
@@ -71,7 +80,7 @@ def toy_batches(
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """An endless stream of fresh ``(x, y)`` batches of ``task``, each with a length drawn
     from ``lengths`` (an int or a list), all from one generator seeded by ``seed``."""
-    make, lengths = _task(task), _lengths(lengths)
+    make, lengths = batch_maker(task), _lengths(lengths)
     generator = torch.Generator().manual_seed(seed)
     while True:
         n = lengths[int(torch.randint(len(lengths), (1,), generator=generator))]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from transformer_lab.pretrained.tokenizers import _require
+from transformer_lab.checks import require
 
 __all__ = ["weights_to_float16", "FLOAT16_MAX"]
 
@@ -23,7 +23,7 @@ def weights_to_float16(model):
     """A copy of the ONNX ``model`` (a ``onnx.ModelProto``) whose float32 initializers of
     two or more dimensions are stored as float16 and cast to float32 in the graph. Raises
     a ValueError if a weight is too large for float16 (above :data:`FLOAT16_MAX`)."""
-    onnx = _require("onnx", "onnx")
+    onnx = require("onnx", "onnx")
     if not isinstance(model, onnx.ModelProto):
         raise TypeError(f"model must be an onnx.ModelProto, got {type(model).__name__}")
     out = onnx.ModelProto()

@@ -36,14 +36,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import instance_of, one_of, positive_int
+from transformer_lab.checks import instance_of, one_of, positive_int, require
 from transformer_lab.data.cache import write_atomically
 from transformer_lab.device import evaluating
 from transformer_lab.hooks import capture
 from transformer_lab.models.bert import BertModel
 from transformer_lab.models.gpt import GPT
 from transformer_lab.nn.pooling import mean_pool
-from transformer_lab.pretrained.tokenizers import _require
 
 __all__ = [
     "OPSET",
@@ -135,7 +134,7 @@ def _export(wrapper, example, path, inputs, outputs, axes, weights, opset) -> Pa
     positive_int(opset, "opset")
     if not 17 <= opset <= 21:
         raise ValueError(f"opset must be in [17, 21] (LayerNormalization needs 17), got {opset}")
-    onnx = _require("onnx", "onnx")
+    onnx = require("onnx", "onnx")
     device = next(wrapper.parameters()).device
     buffer = io.BytesIO()
     with evaluating(wrapper), torch.no_grad(), warnings.catch_warnings():

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_lab.checks import (
+    IGNORE_INDEX,
     check_labels,
     fraction,
     index_in,
@@ -47,8 +48,6 @@ __all__ = [
     "PreTrainingLoss",
     "IGNORE_INDEX",
 ]
-
-IGNORE_INDEX = -100  # the label of a position without a loss (F.cross_entropy's default)
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,11 @@ from pathlib import Path
 
 import torch
 
-from transformer_lab.checks import instance_of
+from transformer_lab.checks import instance_of, require
 from transformer_lab.data.cache import cache_dir, write_atomically
 from transformer_lab.data.tokenizers import CharTokenizer
 from transformer_lab.device import check_device
 from transformer_lab.models.gpt import GPT, GPTConfig
-from transformer_lab.pretrained.tokenizers import _require
 
 __all__ = ["save_book_gpt", "book_gpt_info", "load_book_gpt", "quantize_rows", "STORAGES"]
 
@@ -85,7 +84,7 @@ def save_book_gpt(
             f"the tokenizer has {tokenizer.vocab_size} characters but the model "
             f"d_vocab={model.config.d_vocab}"
         )
-    safetensors_torch = _require("safetensors.torch", "safetensors")
+    safetensors_torch = require("safetensors.torch", "safetensors")
     record = {"config": _config_fields(model.config), "vocab": list(tokenizer.itos), **info}
     if storage != "as-is":
         record["storage"] = storage
@@ -155,7 +154,7 @@ def load_book_gpt(
     """The shipped chapter-13 GPT, in eval mode, and its character tokenizer:
     ``(model, tokenizer)``. The tokenizer has the chapter's ids (the characters of all
     plays, sorted) and refuses a character outside them, as the chapter's does."""
-    safetensors_torch = _require("safetensors.torch", "safetensors")
+    safetensors_torch = require("safetensors.torch", "safetensors")
     device = None if device is None else check_device(device)
     info = book_gpt_info(directory)
     where = Path(directory) / INFO

