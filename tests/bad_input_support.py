@@ -42,13 +42,12 @@ from transformer_lab.models import llama as LL
 from transformer_lab.models import rnn as R
 from transformer_lab.models import toy as MODELS_TOY
 from transformer_lab.models import transformer as TR
-from transformer_lab.nn import attention as A
-from transformer_lab.nn import attention as GQ
+from transformer_lab.nn import attention as NN_ATTENTION
 from transformer_lab.nn import blocks as B
 from transformer_lab.nn import feed_forward as SW
 from transformer_lab.nn import kv_cache as KV
 from transformer_lab.nn import masks as M
-from transformer_lab.nn import multi_head as L
+from transformer_lab.nn import multi_head as NN_MULTI_HEAD
 from transformer_lab.nn import norms as RN
 from transformer_lab.nn import positions as P
 from transformer_lab.nn import positions as RO

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from bad_input_support import CASES, NO_INPUT, PREDICATES, RECORDS, A, f, gpt, ids
+from bad_input_support import CASES, NN_ATTENTION, NO_INPUT, PREDICATES, RECORDS, f, gpt, ids
 
 import transformer_lab
 
@@ -68,6 +68,6 @@ def test_no_public_callable_returns_nan_for_a_documented_edge():
     q = k = v = f(1, 2, 3, 4)
     mask = torch.zeros(3, 3, dtype=torch.bool)
     for need_weights in (True, False):
-        out, _ = A.scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights)
+        out, _ = NN_ATTENTION.scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights)
         assert torch.equal(out, torch.zeros_like(out))
     assert np.isfinite(gpt()(ids([1, 2, 3])).detach().numpy()).all()

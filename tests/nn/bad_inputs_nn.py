@@ -4,15 +4,14 @@ Each case: a callable, a call that must fail, the error type and a fragment of t
 message (run by ``tests/test_bad_inputs.py``)."""
 
 from bad_input_support import (  # noqa: F401
-    GQ,
     KV,
+    NN_ATTENTION,
+    NN_MULTI_HEAD,
     NN_SCORES,
     RN,
     RO,
     SW,
-    A,
     B,
-    L,
     M,
     P,
     W,
@@ -77,29 +76,29 @@ case(
 )
 
 case(
-    L.MultiHeadAttention,
-    lambda: L.MultiHeadAttention(8, 2, dropout=1.5),
+    NN_MULTI_HEAD.MultiHeadAttention,
+    lambda: NN_MULTI_HEAD.MultiHeadAttention(8, 2, dropout=1.5),
     ValueError,
     "dropout must be in [0, 1), got 1.5",
 )
 
 case(
-    L.MultiHeadAttention,
-    lambda: L.MultiHeadAttention(8, 2, dropout=-0.1),
+    NN_MULTI_HEAD.MultiHeadAttention,
+    lambda: NN_MULTI_HEAD.MultiHeadAttention(8, 2, dropout=-0.1),
     ValueError,
     "dropout must be in [0, 1)",
 )
 
 case(
-    A.scaled_dot_product_attention,
-    lambda: A.scaled_dot_product_attention(f(2, 3, 4), f(2, 3, 5), f(2, 3, 4)),
+    NN_ATTENTION.scaled_dot_product_attention,
+    lambda: NN_ATTENTION.scaled_dot_product_attention(f(2, 3, 4), f(2, 3, 5), f(2, 3, 4)),
     ValueError,
     "key has d_head=5 but query has d_head=4",
 )
 
 case(
-    A.scaled_dot_product_attention,
-    lambda: A.scaled_dot_product_attention(
+    NN_ATTENTION.scaled_dot_product_attention,
+    lambda: NN_ATTENTION.scaled_dot_product_attention(
         f(2, 3, 4), f(2, 3, 4), f(2, 3, 4), torch.ones(4, 7, dtype=torch.bool)
     ),
     ValueError,
@@ -107,43 +106,43 @@ case(
 )
 
 case(
-    A.attention_weights,
-    lambda: A.attention_weights(f(3, 4), torch.ones(3, 5, dtype=torch.bool)),
+    NN_ATTENTION.attention_weights,
+    lambda: NN_ATTENTION.attention_weights(f(3, 4), torch.ones(3, 5, dtype=torch.bool)),
     ValueError,
     "mask shape (3, 5) does not broadcast to (3, 4)",
 )
 
 case(
-    A.attention_weights,
-    lambda: A.attention_weights([[1.0]]),
+    NN_ATTENTION.attention_weights,
+    lambda: NN_ATTENTION.attention_weights([[1.0]]),
     TypeError,
     "scores must be a floating-point tensor, got list",
 )
 
 case(
-    A.empty_rows,
-    lambda: A.empty_rows(torch.ones(3, 3)),
+    NN_ATTENTION.empty_rows,
+    lambda: NN_ATTENTION.empty_rows(torch.ones(3, 3)),
     TypeError,
     "mask must be a bool tensor (True = may attend), got torch.float32",
 )
 
 case(
-    A.check_qkv,
-    lambda: A.check_qkv(None, f(2, 3), f(2, 3)),
+    NN_ATTENTION.check_qkv,
+    lambda: NN_ATTENTION.check_qkv(None, f(2, 3), f(2, 3)),
     TypeError,
     "query must be a torch.Tensor, got NoneType",
 )
 
 case(
-    A.check_qkv,
-    lambda: A.check_qkv(f(2, 3), f(2, 3).double(), f(2, 3)),
+    NN_ATTENTION.check_qkv,
+    lambda: NN_ATTENTION.check_qkv(f(2, 3), f(2, 3).double(), f(2, 3)),
     TypeError,
     "query, key and value dtypes differ: torch.float32, torch.float64,",
 )
 
 case(
-    A.broadcast_shape,
-    lambda: A.broadcast_shape((2, 3), None),
+    NN_ATTENTION.broadcast_shape,
+    lambda: NN_ATTENTION.broadcast_shape((2, 3), None),
     TypeError,
     "shapes must be tuples of ints, got NoneType",
 )
@@ -430,44 +429,44 @@ case(
 )
 
 case(
-    L.MultiHeadAttention,
-    lambda: L.MultiHeadAttention(8, 2)(f(2, 3, 8).double()),
+    NN_MULTI_HEAD.MultiHeadAttention,
+    lambda: NN_MULTI_HEAD.MultiHeadAttention(8, 2)(f(2, 3, 8).double()),
     TypeError,
     "query has dtype torch.float64 but the weights torch.float32",
 )
 
 case(
-    L.MultiHeadAttention,
-    lambda: L.MultiHeadAttention(8, 2)(f(2, 3, 8), f(3, 4, 8)),
+    NN_MULTI_HEAD.MultiHeadAttention,
+    lambda: NN_MULTI_HEAD.MultiHeadAttention(8, 2)(f(2, 3, 8), f(3, 4, 8)),
     ValueError,
     "query has batch=2 but key has batch=3",
 )
 
 case(
-    L.MultiHeadAttention,
-    lambda: L.MultiHeadAttention.from_torch(nn.Linear(8, 8)),
+    NN_MULTI_HEAD.MultiHeadAttention,
+    lambda: NN_MULTI_HEAD.MultiHeadAttention.from_torch(nn.Linear(8, 8)),
     TypeError,
     "expected nn.MultiheadAttention, got Linear",
 )
 
 case(
-    L.MultiHeadAttention,
-    lambda: L.MultiHeadAttention(8, 3),
+    NN_MULTI_HEAD.MultiHeadAttention,
+    lambda: NN_MULTI_HEAD.MultiHeadAttention(8, 3),
     ValueError,
     "d_model=8 is not divisible by n_heads=3",
 )
 
 case(
-    L.affine,
-    lambda: L.affine(f(2, 3), f(4, 5)),
+    NN_MULTI_HEAD.affine,
+    lambda: NN_MULTI_HEAD.affine(f(2, 3), f(4, 5)),
     ValueError,
     "affine needs tensors x [..., d_in], W [d_in, d_out], b [d_out] or None of one dtype; "
     "got x (2, 3), W (4, 5)",
 )
 
 case(
-    L.affine,
-    lambda: L.affine(None, f(4, 5)),
+    NN_MULTI_HEAD.affine,
+    lambda: NN_MULTI_HEAD.affine(None, f(4, 5)),
     TypeError,
     "got x NoneType, W (4, 5)",
 )
@@ -512,8 +511,10 @@ case(
 )
 
 case(
-    L.MultiHeadAttention,
-    lambda: L.MultiHeadAttention(8, 2)(x3(2, 3, 8), mask=torch.ones(4, 7, dtype=torch.bool)),
+    NN_MULTI_HEAD.MultiHeadAttention,
+    lambda: NN_MULTI_HEAD.MultiHeadAttention(8, 2)(
+        x3(2, 3, 8), mask=torch.ones(4, 7, dtype=torch.bool)
+    ),
     ValueError,
     "mask shape (4, 7) does not broadcast to (2, 2, 3, 3)",
 )
@@ -568,19 +569,22 @@ case(
 case(SW.SwiGLU, lambda: SW.SwiGLU(4, 0), ValueError, "d_mlp must be a positive int, got 0")
 
 case(
-    GQ.repeat_kv, lambda: GQ.repeat_kv(f(1, 2, 3, 4), 0), ValueError, "n_rep must be a positive int"
+    NN_ATTENTION.repeat_kv,
+    lambda: NN_ATTENTION.repeat_kv(f(1, 2, 3, 4), 0),
+    ValueError,
+    "n_rep must be a positive int",
 )
 
 case(
-    GQ.grouped_query_attention,
-    lambda: GQ.grouped_query_attention(f(1, 6, 3, 4), f(1, 4, 3, 4), f(1, 4, 3, 4)),
+    NN_ATTENTION.grouped_query_attention,
+    lambda: NN_ATTENTION.grouped_query_attention(f(1, 6, 3, 4), f(1, 4, 3, 4), f(1, 4, 3, 4)),
     ValueError,
     "q has n_heads=6, which n_kv_heads=4 does not divide",
 )
 
 case(
-    GQ.grouped_query_attention,
-    lambda: GQ.grouped_query_attention(f(1, 4, 3, 4), f(1, 2, 3, 4), f(1, 1, 3, 4)),
+    NN_ATTENTION.grouped_query_attention,
+    lambda: NN_ATTENTION.grouped_query_attention(f(1, 4, 3, 4), f(1, 2, 3, 4), f(1, 1, 3, 4)),
     ValueError,
     "k has 2 heads but v has 1",
 )

@@ -14,7 +14,7 @@ import torch
 from torch.nn.utils import parametrize
 
 from transformer_lab.models.llama import Llama, LlamaConfig
-from transformer_lab.nn import lora as L
+from transformer_lab.nn import lora as NN_LORA
 
 ATTN = ["W_Q", "W_K", "W_V", "W_O"]
 ALL = ATTN + ["W_gate", "W_up", "W_down"]
@@ -32,7 +32,7 @@ def randomize_b(model, seed: int = 1, scale: float = 0.05) -> None:
     """Nonzero B everywhere (B starts at zero, which would hide a wrong layout)."""
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for _, lora in L.lora_modules(model):
+        for _, lora in NN_LORA.lora_modules(model):
             lora.B.copy_(torch.randn(lora.B.shape, generator=gen) * scale)
 
 
@@ -42,19 +42,19 @@ IDS = torch.randint(0, 97, (3, 11), generator=torch.Generator().manual_seed(5))
 def test_starts_equal_to_the_base_and_freezes_it():
     model = small_llama()
     before = model(IDS)
-    names = L.add_lora(model, ALL, rank=4, alpha=8)
+    names = NN_LORA.add_lora(model, ALL, rank=4, alpha=8)
     assert len(names) == 7 * CONFIG.n_layers and names[0] == "blocks.0.attn.W_Q"
     torch.testing.assert_close(model(IDS), before, rtol=0, atol=0)  # B = 0: exactly the base
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     assert trainable and all(n.endswith((".A", ".B")) for n in trainable)
-    lora = dict(L.lora_modules(model))["blocks.1.mlp.W_down"]
+    lora = dict(NN_LORA.lora_modules(model))["blocks.1.mlp.W_down"]
     assert lora.A.shape == (4, 48) and lora.B.shape == (32, 4) and lora.scale == 2.0
 
 
 def test_parameter_count_is_r_times_d_in_plus_d_out():
     model = small_llama()
-    L.add_lora(model, ["W_Q", "W_V"], rank=4, alpha=4)
-    trainable, total = L.count_parameters(model)
+    NN_LORA.add_lora(model, ["W_Q", "W_V"], rank=4, alpha=4)
+    trainable, total = NN_LORA.count_parameters(model)
     per_layer = 4 * (32 + 32) + 4 * (32 + 16)  # W_Q [32, 32], W_V [32, 2 kv heads x 8]
     assert trainable == CONFIG.n_layers * per_layer
     assert total == small_llama().num_params() + trainable
@@ -63,31 +63,31 @@ def test_parameter_count_is_r_times_d_in_plus_d_out():
 def test_forward_is_w_plus_scaled_a_transpose_b_transpose():
     model = small_llama()
     W = model.blocks[0].attn.W_Q.detach().clone()
-    L.add_lora(model, ["W_Q"], rank=3, alpha=6)
+    NN_LORA.add_lora(model, ["W_Q"], rank=3, alpha=6)
     randomize_b(model)
-    lora = dict(L.lora_modules(model))["blocks.0.attn.W_Q"]
+    lora = dict(NN_LORA.lora_modules(model))["blocks.0.attn.W_Q"]
     torch.testing.assert_close(model.blocks[0].attn.W_Q, W + 2.0 * lora.A.T @ lora.B.T)
 
 
 def test_merge_unmerge_round_trip_and_remove():
     model = small_llama()
     base = model(IDS)
-    L.add_lora(model, ALL, rank=4, alpha=8)
+    NN_LORA.add_lora(model, ALL, rank=4, alpha=8)
     randomize_b(model)
-    stored = [W.detach().clone() for W, _ in L._adapters(model)]
+    stored = [W.detach().clone() for W, _ in NN_LORA._adapters(model)]
     adapted = model(IDS)
     assert (adapted - base).abs().max() > 1e-3
-    L.merge_lora(model)
+    NN_LORA.merge_lora(model)
     torch.testing.assert_close(model(IDS), adapted, rtol=0, atol=1e-5)
     with pytest.raises(ValueError, match="merged already"):
-        L.merge_lora(model)
-    L.unmerge_lora(model)
-    for (W, _), old in zip(L._adapters(model), stored, strict=True):
+        NN_LORA.merge_lora(model)
+    NN_LORA.unmerge_lora(model)
+    for (W, _), old in zip(NN_LORA._adapters(model), stored, strict=True):
         torch.testing.assert_close(W, old, rtol=0, atol=1e-6)
-    with L.merged(model):
+    with NN_LORA.merged(model):
         torch.testing.assert_close(model(IDS), adapted, rtol=0, atol=1e-5)
-    assert not any(lora.merged for _, lora in L.lora_modules(model))
-    L.remove_lora(model, merge=True)
+    assert not any(lora.merged for _, lora in NN_LORA.lora_modules(model))
+    NN_LORA.remove_lora(model, merge=True)
     assert not any(parametrize.is_parametrized(m) for m in model.modules())
     torch.testing.assert_close(model(IDS), adapted, rtol=0, atol=1e-5)
 
@@ -95,32 +95,32 @@ def test_merge_unmerge_round_trip_and_remove():
 def test_remove_without_merge_gives_the_base_back():
     model = small_llama()
     base = model(IDS)
-    L.add_lora(model, ATTN, rank=2, alpha=2)
+    NN_LORA.add_lora(model, ATTN, rank=2, alpha=2)
     randomize_b(model)
-    L.remove_lora(model, merge=False)
+    NN_LORA.remove_lora(model, merge=False)
     torch.testing.assert_close(model(IDS), base, rtol=0, atol=1e-6)
 
 
 def test_state_dict_round_trip_and_seeded_a():
     a, b = small_llama(), small_llama()
-    L.add_lora(a, ATTN, rank=2, alpha=4, seed=3)
-    L.add_lora(b, ATTN, rank=2, alpha=4, seed=3)
-    for (_, x), (_, y) in zip(L.lora_modules(a), L.lora_modules(b), strict=True):
+    NN_LORA.add_lora(a, ATTN, rank=2, alpha=4, seed=3)
+    NN_LORA.add_lora(b, ATTN, rank=2, alpha=4, seed=3)
+    for (_, x), (_, y) in zip(NN_LORA.lora_modules(a), NN_LORA.lora_modules(b), strict=True):
         torch.testing.assert_close(x.A, y.A, rtol=0, atol=0)  # the same seed, the same A
     randomize_b(a)
-    L.load_lora_state_dict(b, L.lora_state_dict(a))
+    NN_LORA.load_lora_state_dict(b, NN_LORA.lora_state_dict(a))
     torch.testing.assert_close(b(IDS), a(IDS), rtol=0, atol=0)
-    state = L.lora_state_dict(a)
+    state = NN_LORA.lora_state_dict(a)
     state.pop(next(iter(state)))
     with pytest.raises(ValueError, match="missing"):
-        L.load_lora_state_dict(b, state)
+        NN_LORA.load_lora_state_dict(b, state)
 
 
 def test_only_adapters_learn():
     model = small_llama()
-    L.add_lora(model, ATTN, rank=2, alpha=4)
+    NN_LORA.add_lora(model, ATTN, rank=2, alpha=4)
     frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
-    opt = torch.optim.AdamW(L.lora_parameters(model), lr=1e-2)
+    opt = torch.optim.AdamW(NN_LORA.lora_parameters(model), lr=1e-2)
     for _ in range(3):
         loss = torch.nn.functional.cross_entropy(
             model(IDS)[:, :-1].flatten(0, 1), IDS[:, 1:].flatten()
@@ -131,22 +131,22 @@ def test_only_adapters_learn():
     for n, p in model.named_parameters():
         if n in frozen:
             assert torch.equal(p, frozen[n]), n
-    assert any(lora.B.abs().max() > 0 for _, lora in L.lora_modules(model))
+    assert any(lora.B.abs().max() > 0 for _, lora in NN_LORA.lora_modules(model))
 
 
 def test_refuses_bad_targets_and_twice():
     model = small_llama()
     with pytest.raises(ValueError, match=r"\['W_X'\] name no parameter"):
-        L.add_lora(model, ["W_Q", "W_X"])
+        NN_LORA.add_lora(model, ["W_Q", "W_X"])
     with pytest.raises(ValueError, match="not 2-d"):
-        L.add_lora(model, ["gain"])
+        NN_LORA.add_lora(model, ["gain"])
     with pytest.raises(TypeError, match="non-empty list"):
-        L.add_lora(model, "W_Q")
-    L.add_lora(model, ["W_Q"])
+        NN_LORA.add_lora(model, "W_Q")
+    NN_LORA.add_lora(model, ["W_Q"])
     with pytest.raises(ValueError, match="already has LoRA"):
-        L.add_lora(model, ["W_V"])
+        NN_LORA.add_lora(model, ["W_V"])
     with pytest.raises(ValueError, match="no LoRA adapters"):
-        L.merge_lora(small_llama())
+        NN_LORA.merge_lora(small_llama())
 
 
 # --- parity with peft on transformers' Llama ---------------------------------------------
@@ -193,14 +193,14 @@ def test_equals_peft_lora(hf_pair, targets):
     import copy
 
     ours, hf = (copy.deepcopy(m) for m in hf_pair)
-    L.add_lora(ours, targets, rank=4, alpha=8)
+    NN_LORA.add_lora(ours, targets, rank=4, alpha=8)
     randomize_b(ours)
     cfg = peft.LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0,
                           target_modules=[PEFT_NAMES[t] for t in targets])  # fmt: skip
     theirs = peft.get_peft_model(hf, cfg).eval()
     layers = theirs.base_model.model.model.layers
     with torch.no_grad():
-        for name, lora in L.lora_modules(ours):
+        for name, lora in NN_LORA.lora_modules(ours):
             _, i, kind, attr = name.split(".")
             owner = getattr(layers[int(i)], "self_attn" if kind == "attn" else "mlp")
             linear = getattr(owner, PEFT_NAMES[attr])
@@ -214,12 +214,12 @@ def test_equals_peft_lora(hf_pair, targets):
     target = IDS[:, 1:].flatten()
     torch.nn.functional.cross_entropy(adapted[:, :-1].flatten(0, 1), target).backward()
     torch.nn.functional.cross_entropy(theirs(IDS).logits[:, :-1].flatten(0, 1), target).backward()
-    first = dict(L.lora_modules(ours))[
+    first = dict(NN_LORA.lora_modules(ours))[
         f"blocks.0.{'attn' if targets[0] == 'W_Q' else 'mlp'}.{targets[0]}"
     ]
     theirs_a = layers[0].self_attn.q_proj.lora_A["default"].weight.grad
     torch.testing.assert_close(first.A.grad, theirs_a, rtol=1e-4, atol=1e-6)
     # merged: ours and peft's merge_and_unload give the same plain model
-    L.merge_lora(ours)
+    NN_LORA.merge_lora(ours)
     merged = theirs.merge_and_unload()
     torch.testing.assert_close(merged(IDS).logits, ours(IDS), rtol=0, atol=1e-5)

@@ -8,7 +8,6 @@ from bad_input_support import (  # noqa: F401
     PRETRAINED_TINY_BERT,
     PT,
     TOK,
-    A,
     B,
     bert,
     case,

@@ -10,7 +10,6 @@ from bad_input_support import (  # noqa: F401
     TL,
     VIZ_OVERLAY,
     WM,
-    A,
     H,
     V,
     W,
