@@ -76,6 +76,7 @@ from transformer_lab.pretrained import book_gpt as BOOK_GPT
 from transformer_lab.pretrained import ctranslate2_format as CT2_FORMAT
 from transformer_lab.pretrained import whisper as WHISPER
 from transformer_lab.training import recall as RT
+from transformer_lab.training import run as RUN
 from transformer_lab.viz import bar_labels as BAR_LABELS
 from transformer_lab.viz import pictures as PICTURES
 from transformer_lab.viz import pictures_ring as PICTURES_RING
@@ -196,9 +197,9 @@ VALID = {
     "transformer_lab.training.finetune.encode_features": lambda: (
         FT.encode_features, (classifier(), labelled()), {"batch_size": 2}),
     "transformer_lab.training.finetune.train_classifier": lambda: (
-        FT.train_classifier, (FT.build_classifier(bert().bert, 3, "finetune"), labelled()),
-        {"steps": 2, "batch_size": 2, "lr": 1e-3, "encoder_lr": 1e-4, "seed": 0,
-         "weight_decay": 0.01, "warmup": 0.1}),
+        FT.train_classifier,
+        (FT.build_classifier(bert().bert, 3, "finetune"), labelled(), RUN.Run(steps=2, seed=0)),
+        {"batch_size": 2, "lr": 1e-3, "encoder_lr": 1e-4, "weight_decay": 0.01, "warmup": 0.1}),
     "transformer_lab.training.finetune.fit_probe": lambda: (
         FT.fit_probe, (torch.randn(6, 3), ids(0, 1, 2, 0, 1, 2), 3),
         {"steps": 3, "lr": 0.01, "weight_decay": 0.01, "seed": 0}),
@@ -217,8 +218,9 @@ VALID = {
     "transformer_lab.training.recall.recall_accuracy": lambda: (
         RT.recall_accuracy, (_recall_model(), _recall_batch()), {}),
     "transformer_lab.training.recall.train_recall": lambda: (
-        RT.train_recall, (_recall_model(), RD.RecallTask(n_keys=8, n_values=4), 2),
-        {"steps": 2, "lr": 1e-3, "batch_size": 4}),
+        RT.train_recall,
+        (_recall_model(), RD.RecallTask(n_keys=8, n_values=4), 2, RUN.Run(steps=2)),
+        {"lr": 1e-3, "batch_size": 4}),
     "transformer_lab.training.recall.choose_lr": lambda: (
         RT.choose_lr, ("gru", RD.RecallTask(n_keys=8, n_values=4), 2),
         {"steps": 1, "lrs": (1e-3,), "batch_size": 4}),
@@ -244,6 +246,9 @@ VALID = {
         SC.render, (CAP_SCENE, torch.Generator().manual_seed(0)), {"jitter": 1, "noise": 0.05}),
     "transformer_lab.data.scenes.SceneData": lambda: (
         SC.SceneData, ({"train": SC.all_scenes()[:3]}, 0), {}),
+    "transformer_lab.training.run.Run": lambda: (
+        RUN.Run, (), {"steps": 3, "seed": 0, "threads": 1, "desc": "demo", "eval_every": 1,
+                      "eval_fn": lambda m: 0.0, "progress": False, "config": {"a": 1}}),
     "transformer_lab.data.genres.split_passages": lambda: (
         GR.split_passages, ("HAMLET:\nTo be or not to be\nthat is the question\n",), {"words": 3}),
     "transformer_lab.data.genres.sample_labelled": lambda: (
@@ -604,7 +609,7 @@ SKIPPED = {
     "transformer_lab.training.losses.lm_loss": _R8,
     "transformer_lab.training.losses.seq2seq_loss": _R8,
     "transformer_lab.training.progress.progress_bar": _R8,
-    "transformer_lab.training.schedules.lr_factor": _R8,
+    "transformer_lab.training.gpt.lr_factor": _R8,
     "transformer_lab.training.schedules.transformer_peak_lr": _R8,
     "transformer_lab.training.schedules.warmup_inverse_sqrt": _R8,
     "transformer_lab.training.schedules.warmup_cosine": _R8,

@@ -116,31 +116,6 @@ def is_private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
 
-# Private names that modules of training/ still import from other modules, as
-# (importer, module imported from, name). They are being made public names or moved
-# inside their one user; this list only shrinks, and a new entry is a failure.
-PENDING_PRIVATE_IMPORTS = {
-    ("transformer_lab.training.loop", "transformer_lab.training.checkpoint", "_check_plain"),
-    ("transformer_lab.training.loop", "transformer_lab.training.checkpoint", "_resume_run"),
-    ("transformer_lab.training.loop", "transformer_lab.training.checkpoint", "_run_settings"),
-    ("transformer_lab.training.loop", "transformer_lab.training.checkpoint", "_save_run"),
-    (
-        "transformer_lab.training.word_bert",
-        "transformer_lab.training.tiny_bert",
-        "_check_recipe_fields",
-    ),
-    ("transformer_lab.training.checkpoint", "transformer_lab.data.cache", "_disk_error"),
-    ("transformer_lab.training.tiny_bert", "transformer_lab.pretrained.tokenizers", "_require"),
-    ("transformer_lab.training.toy", "transformer_lab.data.toy", "_task"),
-}
-
-# Import circles among training/'s modules, each as the set of its modules; they are being
-# broken, and this list only shrinks.
-PENDING_CIRCLES = {
-    frozenset({"transformer_lab.training.gpt", "transformer_lab.training.schedules"}),
-}
-
-
 def private_imports() -> set[tuple[str, str, str]]:
     return {
         (importer, module, name)
@@ -153,7 +128,7 @@ def private_imports() -> set[tuple[str, str, str]]:
 def test_no_module_imports_a_private_name_of_another():
     """A name with a leading underscore belongs to its module; what another module needs
     is a public name of its home (outside ``__all__`` when chapters do not call it)."""
-    new = sorted(private_imports() - PENDING_PRIVATE_IMPORTS)
+    new = sorted(private_imports())
     assert not new, f"(importer, module, private name): {new}"
 
 
@@ -215,13 +190,8 @@ def test_circles_are_found():
 
 def test_no_import_circle():
     """No module imports, directly or through others, a module that imports it."""
-    new = sorted(sorted(c) for c in circles(import_graph()) - PENDING_CIRCLES)
+    new = sorted(sorted(c) for c in circles(import_graph()))
     assert not new, f"import circles: {new}"
-
-
-# The label of a position without a loss (-100) is defined once, as checks.IGNORE_INDEX;
-# training.lora still defines its own IGNORE, which is being replaced by it.
-PENDING_IGNORE_LABELS = {("transformer_lab.training.lora", "IGNORE")}
 
 
 def test_the_ignore_label_has_one_home():
@@ -235,4 +205,4 @@ def test_the_ignore_label_has_one_home():
                 value = value.operand
                 if isinstance(value, ast.Constant) and value.value == 100:
                     defined |= {(name, t.id) for t in node.targets if isinstance(t, ast.Name)}
-    assert defined - PENDING_IGNORE_LABELS == {("transformer_lab.checks", "IGNORE_INDEX")}
+    assert defined == {("transformer_lab.checks", "IGNORE_INDEX")}

@@ -35,9 +35,8 @@ from torch import nn
 import transformer_lab
 from transformer_lab.data import shakespeare
 from transformer_lab.models.gpt import GPT
-from transformer_lab.training.gpt import PRESETS, evaluate_lm, make_optimizer, preset
+from transformer_lab.training.gpt import PRESETS, evaluate_lm, lr_factor, make_optimizer, preset
 from transformer_lab.training.losses import lm_loss
-from transformer_lab.training.schedules import lr_factor
 
 # nanoGPT's README CPU run (4 layers, 4 heads, 128 wide, context 64, batch 12, 2000 steps)
 # took about this many seconds on the book's idle 2-core reference CPU.

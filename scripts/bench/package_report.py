@@ -1,6 +1,7 @@
 """The shape of the package at a commit: its modules and their lengths, its longest functions,
-the share of argument-check lines in its code, and the check lines among the lines the
-book's listings (``viz.source``) show.
+the share of argument-check lines in its code, the check lines among the lines the
+book's listings (``viz.source``) show, the private names one module imports from another,
+the import circles, and the parameters of the training loop and its recipes.
 
     python scripts/bench/package_report.py [REF ...]   # default: the working tree
 
@@ -191,8 +192,105 @@ def listing_stats(tree_root: Path) -> dict:
     }
 
 
+def _module_name(pkg_root: Path, path: Path) -> str:
+    parts = list(path.relative_to(pkg_root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def seam_stats(tree_root: Path) -> dict:
+    """Private names (one leading underscore) that a package module imports from another,
+    and the circles in the graph of imports between package modules."""
+    pkg = tree_root / "transformer_lab"
+    files = {_module_name(pkg, p): p for p in pkg.rglob("*.py")}
+    private, edges = [], {name: set() for name in files}
+    for name, path in files.items():
+        here = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = here.split(".")[: len(here.split(".")) - node.level + 1]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                for alias in node.names:
+                    target = f"{source}.{alias.name}"
+                    target = target if target in files else source
+                    if target in files and target != name:
+                        edges[name].add(target)
+                    private_name = alias.name.startswith("_") and not alias.name.startswith("__")
+                    if source.startswith("transformer_lab") and private_name:
+                        private.append(f"{name} <- {source}.{alias.name}")
+            elif isinstance(node, ast.Import):
+                edges[name].update(a.name for a in node.names if a.name in files and a.name != name)
+    return {"private_imports": private, "import_circles": _circles(edges)}
+
+
+def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out, count = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = count[0]
+        count[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+TRAINING_CALLS = {  # module file -> functions whose parameters the report counts
+    "training/loop.py": ["train"],
+    "training/gpt.py": ["train_gpt"],
+    "training/finetune.py": ["train_classifier"],
+    "training/lora.py": ["train_lora"],
+    "training/toy.py": ["train_toy"],
+    "training/recall.py": ["train_recall"],
+    "training/word_bert.py": ["pretrain_word_bert"],
+    "training/tiny_bert.py": ["pretrain_tiny_bert"],
+}
+
+
+def training_stats(tree_root: Path) -> dict:
+    """The number of parameters of the training loop and of each recipe function."""
+    out = {}
+    for rel, names in TRAINING_CALLS.items():
+        path = tree_root / "transformer_lab" / rel
+        if not path.exists():
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.name in names:
+                a = node.args
+                params = a.posonlyargs + a.args + a.kwonlyargs
+                out[node.name] = len(params) + bool(a.vararg) + bool(a.kwarg)
+    return {"training_parameters": out}
+
+
 def report(tree_root: Path) -> dict:
-    return {**package_stats(tree_root), **listing_stats(tree_root)}
+    return {
+        **package_stats(tree_root),
+        **listing_stats(tree_root),
+        **seam_stats(tree_root),
+        **training_stats(tree_root),
+    }
 
 
 def main() -> None:
@@ -231,6 +329,12 @@ def main() -> None:
             f"listings: {r['listings']}, lines shown {r['listing_lines']}, "
             f"guard lines among them {r['listing_guard_lines']}"
         )
+        private = r["private_imports"]
+        sources = {p.split(" <- ")[0] + p.split(" <- ")[1].rsplit(".", 1)[0] for p in private}
+        print(f"private names imported across modules: {len(private)} in {len(sources)} imports")
+        print(f"import circles: {r['import_circles'] or 'none'}")
+        params = ", ".join(f"{k} {v}" for k, v in r["training_parameters"].items())
+        print(f"parameters of the training calls: {params}")
 
 
 if __name__ == "__main__":

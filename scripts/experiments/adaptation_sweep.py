@@ -58,6 +58,7 @@ from transformer_lab.training.finetune import (
     tokenize_labelled,
     train_classifier,
 )
+from transformer_lab.training.run import Run
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "transformer_lab" / "assets"
@@ -153,10 +154,16 @@ def run_one(method, task: Task, n, seed, encoder, tokenizer, features) -> dict:
     points = SETTINGS["curve_points" if method == "scratch" else "finetune_curve_points"]
     every = max(1, steps // points)
     result = train_classifier(
-        clf, data, steps=steps, batch_size=SETTINGS["batch_size"], lr=lr, encoder_lr=encoder_lr,
-        seed=seed, weight_decay=SETTINGS["weight_decay"], warmup=SETTINGS["warmup"],
-        threads=SETTINGS["threads"], eval_data=task.batches[curve_set], eval_every=every,
-    )  # fmt: skip
+        clf,
+        data,
+        Run(steps=steps, seed=seed, threads=SETTINGS["threads"], eval_every=every),
+        batch_size=SETTINGS["batch_size"],
+        lr=lr,
+        encoder_lr=encoder_lr,
+        weight_decay=SETTINGS["weight_decay"],
+        warmup=SETTINGS["warmup"],
+        eval_data=task.batches[curve_set],
+    )
     for k, b in task.batches.items():  # the curve's last point is the final accuracy
         out[k] = result.evals[-1][1] if k == curve_set else classification_accuracy(clf, b)
     out["steps"] = steps

@@ -31,6 +31,7 @@ import torch
 
 from transformer_lab.pretrained import tiny_bert as PRETRAINED
 from transformer_lab.training import tiny_bert as TB
+from transformer_lab.training.run import Run
 from transformer_lab.training.word_bert import NeighbourCounts, blank_fill_report
 
 OUT = PRETRAINED.DATA_DIR / "bert_ladder"
@@ -47,7 +48,7 @@ PREFIX_STEPS = 40  # steps repeated on the CPU by tests/experiments/test_bert_la
 
 def cpu_prefix(recipe: TB.TinyBertRecipe, steps: int = PREFIX_STEPS) -> dict:
     """The training losses of the run's first ``steps`` steps on one CPU thread."""
-    _, result = TB.pretrain_tiny_bert(recipe, stop_after=steps, device="cpu")
+    _, result = TB.pretrain_tiny_bert(recipe, Run(steps=steps, device="cpu"))
     return {"steps": steps, "losses": result.losses}
 
 
@@ -88,7 +89,7 @@ def run(steps: int, eval_every: int, device: str, out: Path | None, stop_after=N
         return report["model"]
 
     model, result = TB.pretrain_tiny_bert(
-        recipe, stop_after=stop_after, eval_every=eval_every, eval_fn=score, device=device
+        recipe, Run(steps=stop_after, eval_every=eval_every, eval_fn=score, device=device)
     )
     record["steps"] = result.steps
     record["final_loss"] = sum(result.losses[-100:]) / len(result.losses[-100:])

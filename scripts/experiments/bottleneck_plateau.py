@@ -47,6 +47,7 @@ from transformer_lab.data import numbers
 from transformer_lab.models.rnn import Seq2Seq, Seq2SeqConfig
 from transformer_lab.pretrained.book_gpt import DATA_DIR
 from transformer_lab.training.loop import train
+from transformer_lab.training.run import Run
 
 SEEDS = (0, 1, 2)
 BATCH_SIZE, LR, EVAL_EVERY = 64, 1e-2, 200
@@ -135,9 +136,17 @@ def train_arm(data, arm: str, seed: int, steps: int | None = None, on_page_steps
         return exact_match(data, model, "val").float().mean().item()
 
     run = train(
-        net, data.batches("train", BATCH_SIZE, seed=seed), steps=steps, lr=LR,
-        seed=seed, threads=1, progress=False, eval_every=EVAL_EVERY, eval_fn=validate,
-    )  # fmt: skip
+        net,
+        data.batches("train", BATCH_SIZE, seed=seed),
+        run=Run(
+            steps=steps,
+            seed=seed,
+            threads=1,
+            eval_every=EVAL_EVERY,
+            eval_fn=validate,
+        ),
+        lr=LR,
+    )
     return net, run
 
 

@@ -52,6 +52,7 @@ from transformer_lab.generation.search import greedy_decode
 from transformer_lab.models import EncoderDecoder, TransformerConfig
 from transformer_lab.training.loop import train
 from transformer_lab.training.losses import seq2seq_loss
+from transformer_lab.training.run import Run
 from transformer_lab.training.schedules import warmup_inverse_sqrt
 
 TARGET, ROUND, MAX_STEPS, LR = 0.80, 25, 400, 5e-3
@@ -207,8 +208,14 @@ def train_to_target(
         def offset(step, done=done):
             return schedule(step + done)
 
-        run = train(net, batches, loss_fn=loss_fn, steps=ROUND, optimizer=optimizer, threads=1,
-                    lr_schedule=offset if schedule else None, progress=False)  # fmt: skip
+        run = train(
+            net,
+            batches,
+            run=Run(steps=ROUND, threads=1),
+            loss_fn=loss_fn,
+            optimizer=optimizer,
+            lr_schedule=offset if schedule else None,
+        )
         steps, wall = steps + ROUND, wall + run.seconds
         cpu += sum(run.step_cpu_seconds)
         acc = val_exact_match(data, net)

@@ -45,6 +45,7 @@ from transformer_lab.training.finetune import (
     tokenize_labelled,
     train_classifier,
 )
+from transformer_lab.training.run import Run
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "transformer_lab" / "assets" / "finetune_sweep.json"
@@ -104,10 +105,15 @@ def run_trained(encoder, tokenizer, method, texts, labels, test, seed, s=SETTING
     lr = s["scratch_lr"] if method == "scratch" else s["finetune_lr"]
     encoder_lr = s["scratch_lr"] if method == "scratch" else s["finetune_encoder_lr"]
     train_classifier(
-        clf, data, steps=n_steps(len(labels), s), batch_size=s["batch_size"], lr=lr,
-        encoder_lr=encoder_lr, seed=seed, weight_decay=s["weight_decay"], warmup=s["warmup"],
-        threads=s["threads"],
-    )  # fmt: skip
+        clf,
+        data,
+        Run(steps=n_steps(len(labels), s), seed=seed, threads=s["threads"]),
+        batch_size=s["batch_size"],
+        lr=lr,
+        encoder_lr=encoder_lr,
+        weight_decay=s["weight_decay"],
+        warmup=s["warmup"],
+    )
     return classification_accuracy(clf, test)
 
 

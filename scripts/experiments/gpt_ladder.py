@@ -45,6 +45,7 @@ from transformer_lab.data import shakespeare
 from transformer_lab.models.gpt import GPT, GPTConfig
 from transformer_lab.pretrained import book_gpt
 from transformer_lab.training.gpt import TrainRecipe, evaluate_lm, train_gpt
+from transformer_lab.training.run import Run
 
 SEED, EVALS = 0, 8
 FIRST_WINDOWS = 32  # windows of held-out text of the gpu rung that a quick test re-scores
@@ -91,8 +92,9 @@ def train_rung(
               flush=True)  # fmt: skip
         return val
 
-    run = train_gpt(model, train_ids, recipe, seed=seed, eval_fn=held_out, eval_every=every,
-                    until=steps)  # fmt: skip
+    run = train_gpt(
+        model, train_ids, recipe, Run(seed=seed, eval_fn=held_out, eval_every=every, steps=steps)
+    )
     record = {
         "rung": name,
         "recipe": dataclasses.asdict(recipe),

@@ -41,6 +41,7 @@ from transformer_lab.device import num_threads
 from transformer_lab.models.rnn import Seq2Seq, Seq2SeqConfig
 from transformer_lab.training.loop import train
 from transformer_lab.training.losses import seq2seq_loss
+from transformer_lab.training.run import Run
 from transformer_lab.training.schedules import warmup_inverse_sqrt
 
 MAX_STEPS = 400
@@ -125,9 +126,14 @@ def curves(seed: int, join: int = 1) -> dict[str, list[tuple[int, float, float]]
             def offset(step, done=done, schedule=schedule):
                 return schedule(step + done)
 
-            run = train(net, batches, loss_fn=loss_fn, steps=EVERY, optimizer=optimizer,
-                        threads=1, lr_schedule=offset if schedule else None,
-                        progress=False)  # fmt: skip
+            run = train(
+                net,
+                batches,
+                run=Run(steps=EVERY, threads=1),
+                loss_fn=loss_fn,
+                optimizer=optimizer,
+                lr_schedule=offset if schedule else None,
+            )
             cpu += sum(run.step_cpu_seconds)
             points.append((done + EVERY, cpu, val_exact_match(data, net, N_VAL)))
         out[name] = points

@@ -26,12 +26,14 @@ with full fine-tuning (AdamW on all weights), each in a fresh process::
     .venv/bin/python scripts/experiments/lora_smollm2.py --memory   # two processes, ~2 min
     .venv/bin/python scripts/experiments/lora_smollm2.py --labels 50 100 200 --seeds 0
     .venv/bin/python scripts/experiments/lora_smollm2.py --plateau --seeds 0  # then 1, 2
+    .venv/bin/python scripts/experiments/lora_smollm2.py --lr 5e-4 1e-3 4e-3 --seeds 0
 
 ``--labels`` trains LoRA on fewer training pairs (each seed given, the same 100 held-out
 numbers) into the JSON's ``labels``. ``--plateau`` trains it on the ``N_TRAIN`` pairs with a
 longer schedule, ``PLATEAU_STEPS`` steps (``--steps``), measured every ``PLATEAU_EVAL``
 steps, into ``plateau``, with ``flat``: whether the last ``PLATEAU_LAST`` measurements lie
-within ``PLATEAU_WITHIN``. Both add their rows to those already in the JSON, a rerun
+within ``PLATEAU_WITHIN``. ``--lr`` trains it on the ``N_TRAIN`` pairs at other learning
+rates, into ``rates``. Each adds its rows to those already in the JSON, a rerun
 replacing its own; one seed per process keeps each finished seed if a later one is
 stopped. A 300-step run took 9-24 minutes on a 2-core machine busy with other work.
 
@@ -63,6 +65,7 @@ from transformer_lab.training.lora import (
     greedy_answers,
     train_lora,
 )
+from transformer_lab.training.run import Run
 
 N_TRAIN, N_TEST, STEPS, EVAL_EVERY, BATCH = 400, 100, 150, 25, 8
 TARGETS, RANK, ALPHA, LR = ["W_Q", "W_K", "W_V", "W_O"], 8, 16.0, 2e-3
@@ -98,7 +101,7 @@ def baselines(model, tok, split: G.NumberSplit) -> dict[str, float]:
 
 def lora_run(
     model, tok, split, seed: int, steps: int = STEPS, progress=True, schedule_steps=None,
-    eval_every: int = EVAL_EVERY,
+    eval_every: int = EVAL_EVERY, lr: float = LR,
 ):  # fmt: skip
     """Add adapters to ``model`` and train them; returns the run and the exact-match curve."""
     add_lora(model, TARGETS, RANK, ALPHA, seed=seed)
@@ -111,10 +114,20 @@ def lora_run(
     )
     score = lambda m: exact_match(greedy_answers(m, tok, test_prompts), refs)  # noqa: E731
     return train_lora(
-        model, data, steps=steps, batch_size=BATCH, lr=LR, seed=seed,
-        eval_fn=score, eval_every=eval_every, progress=progress, threads=1,
+        model,
+        data,
+        Run(
+            steps=steps,
+            seed=seed,
+            eval_fn=score,
+            eval_every=eval_every,
+            progress=progress,
+            threads=1,
+        ),
+        batch_size=BATCH,
+        lr=lr,
         schedule_steps=schedule_steps,
-    )  # fmt: skip
+    )
 
 
 def one_seed(seed: int) -> dict:
@@ -151,6 +164,26 @@ def fewer_labels(counts: list[int], seeds: list[int], steps: int = STEPS) -> lis
             split = G.german_number_split(n, N_TEST, seed)
             run = lora_run(model, tok, split, seed, steps=steps)
             row = {"n_train": n, "seed": seed, "lora": run.evals[-1][1], "curve": run.evals,
+                   "final_loss": run.losses[-1], "seconds": run.seconds}  # fmt: skip
+            print(json.dumps(row), flush=True)
+            out.append(row)
+    return out
+
+
+def rates(lrs: list[float], seeds: list[int], steps: int = STEPS) -> list[dict]:
+    """LoRA as in :func:`one_seed` (``N_TRAIN`` pairs, ``steps`` steps of ``BATCH``, the
+    same warm-up and decay) at each learning rate of ``lrs``: the sweep the GRU's budget arm
+    had and the page's ``LR`` did not."""
+    out = []
+    for seed in seeds:
+        for lr in lrs:
+            torch.set_num_threads(1)
+            seed_everything(seed)
+            model, tok = smollm2()
+            split = G.german_number_split(N_TRAIN, N_TEST, seed)
+            run = lora_run(model, tok, split, seed, steps=steps, lr=lr)
+            row = {"lr": lr, "seed": seed, "steps": steps, "examples": steps * BATCH,
+                   "lora": run.evals[-1][1], "curve": run.evals,
                    "final_loss": run.losses[-1], "seconds": run.seconds}  # fmt: skip
             print(json.dumps(row), flush=True)
             out.append(row)
@@ -254,7 +287,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--plateau", action="store_true", help="LoRA on N_TRAIN pairs with a --steps schedule"
     )
-    parser.add_argument("--steps", type=int, default=None, help="steps of --plateau/--labels")
+    parser.add_argument(
+        "--lr", type=float, nargs="+", help="LoRA on N_TRAIN pairs at these rates (each seed)"
+    )
+    parser.add_argument("--steps", type=int, default=None, help="steps of --plateau/--labels/--lr")
     parser.add_argument("--memory-step", choices=["lora", "full"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.memory_step:
@@ -265,6 +301,9 @@ def main(argv: list[str] | None = None) -> dict:
     elif args.plateau:
         new = to_plateau(args.seeds, args.steps or PLATEAU_STEPS)
         saved["plateau"] = merge(saved.get("plateau", []), new, ("steps", "seed"))
+    elif args.lr:
+        new = rates(args.lr, args.seeds, args.steps or STEPS)
+        saved["rates"] = merge(saved.get("rates", []), new, ("lr", "seed"))
     elif args.labels:
         new = fewer_labels(args.labels, args.seeds, args.steps or STEPS)
         saved["labels"] = merge(saved.get("labels", []), new)

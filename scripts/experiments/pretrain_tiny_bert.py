@@ -29,6 +29,7 @@ import torch
 
 from transformer_lab.pretrained import tiny_bert as PRETRAINED_TINY_BERT
 from transformer_lab.training import tiny_bert as TB
+from transformer_lab.training.run import Run
 
 PREFIX_STEPS = 40  # steps repeated by the quick test
 
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"held out: {corpus.val_title}; {len(corpus.train_docs)} training plays", flush=True)
 
     prefix_steps = min(args.prefix, recipe.steps)
-    prefix_model, prefix_run = TB.pretrain_tiny_bert(recipe, stop_after=prefix_steps)
+    prefix_model, prefix_run = TB.pretrain_tiny_bert(recipe, Run(steps=prefix_steps))
     prefix = {
         "steps": prefix_steps,
         "losses": prefix_run.losses,
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"first {prefix_steps} steps: {prefix['held_out']}", flush=True)
 
     wall, cpu = time.perf_counter(), time.process_time()
-    model, run = TB.pretrain_tiny_bert(recipe, progress=True, eval_every=args.eval_every)
+    model, run = TB.pretrain_tiny_bert(recipe, Run(progress=True, eval_every=args.eval_every))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     held_out = TB.masked_lm_report(model, val, corpus)
     print(f"{run.steps} steps in {wall:.0f} s wall, {cpu:.0f} s processor: {held_out}", flush=True)

@@ -40,6 +40,7 @@ from transformer_lab.training.recall import (
     recall_accuracy,
     train_recall,
 )
+from transformer_lab.training.run import Run
 
 PAIRS, SEEDS = (4, 8, 16, 32, 64), (0, 1, 2)
 SWEEP_STEPS, STEPS, EVALS, BATCH = 300, 1000, 5, 64
@@ -52,8 +53,9 @@ def run_point(
 ) -> dict:
     """One arm at one number of pairs and seed: its curve, test accuracy and seconds."""
     model = new_model(kind, task, seed=seed)
-    run = train_recall(model, task, n_pairs, steps=steps, lr=lr, seed=seed, evals=evals,
-                       batch_size=BATCH)  # fmt: skip
+    run = train_recall(
+        model, task, n_pairs, Run(steps=steps, seed=seed), lr=lr, evals=evals, batch_size=BATCH
+    )
     return {
         "seed": seed,
         "curve": [[step, acc] for step, acc in run.evals],

@@ -43,6 +43,7 @@ from transformer_lab.data.tokenizers import Vocab
 from transformer_lab.device import seed_everything
 from transformer_lab.models.rnn import Seq2Seq, Seq2SeqConfig
 from transformer_lab.training.loop import train
+from transformer_lab.training.run import Run
 
 N_TEST, LABELS, STEPS, EVAL_EVERY, BATCH, LR = 100, (50, 100, 200, 400), 1200, 100, 32, 3e-3
 D_EMBED, D_HIDDEN = 64, 128
@@ -97,10 +98,16 @@ def control_run(
     test, numbers = batch(split.test), [p.number for p in split.test]
     net = model(seed)
     run = train(
-        net, batches(batch(split.train), min(batch_size, n_train), seed), steps=steps, lr=lr,
-        eval_fn=lambda m: exact_match(m, test, numbers), eval_every=eval_every,
-        threads=1, progress=False,
-    )  # fmt: skip
+        net,
+        batches(batch(split.train), min(batch_size, n_train), seed),
+        run=Run(
+            steps=steps,
+            eval_fn=lambda m: exact_match(m, test, numbers),
+            eval_every=eval_every,
+            threads=1,
+        ),
+        lr=lr,
+    )
     return net, run
 
 

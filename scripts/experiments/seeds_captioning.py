@@ -23,6 +23,7 @@ from transformer_lab.device import num_threads
 from transformer_lab.models.captioner import Captioner, CaptionerConfig, caption_accuracy
 from transformer_lab.training.loop import train
 from transformer_lab.training.losses import seq2seq_loss
+from transformer_lab.training.run import Run
 
 STEPS, BATCH_SIZE, LR = 250, 64, 5e-3  # as in chapter 3
 
@@ -39,11 +40,8 @@ def run(seed: int, steps: int = STEPS) -> dict[str, tuple[float, float]]:
             net,
             data.batches("train", BATCH_SIZE, seed=seed),
             seq2seq_loss,
-            steps=steps,
+            run=Run(steps=steps, seed=seed, threads=1),
             lr=LR,
-            seed=seed,
-            progress=False,
-            threads=1,
         )
         with num_threads(1):
             ids, _ = net.greedy_caption(test.src)

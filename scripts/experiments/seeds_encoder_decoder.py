@@ -29,6 +29,7 @@ from transformer_lab.generation.search import greedy_decode
 from transformer_lab.models import EncoderDecoder, TransformerConfig
 from transformer_lab.models.rnn import Seq2Seq, Seq2SeqConfig
 from transformer_lab.training.loop import train
+from transformer_lab.training.run import Run
 
 TARGET, ROUND, MAX_STEPS = 0.80, 25, 400
 BINS = [1, 5, 9, 13, 17, 21, 24]
@@ -80,7 +81,7 @@ def train_models(data, seed: int) -> dict[str, dict]:
         batches = data.batches("train", 64, seed=seed)
         steps, seconds, acc = 0, 0.0, 0.0
         while steps < MAX_STEPS and acc < TARGET:
-            run = train(net, batches, steps=ROUND, optimizer=optimizer, threads=1, progress=False)
+            run = train(net, batches, run=Run(steps=ROUND, threads=1), optimizer=optimizer)
             steps, seconds = steps + ROUND, seconds + run.seconds
             acc = exact_match(data, translate, val, val_refs).float().mean().item()
         out[name] = {"net": net, "translate": translate, "steps": steps, "seconds": seconds}
@@ -100,8 +101,12 @@ def train_longer(data, net, steps: int, seed: int):
     """A copy of ``net`` trained ``steps`` more steps as in the chapter's exercise 4: a fresh
     Adam at 5e-3 on the batches of ``seed``, one thread."""
     longer = copy.deepcopy(net)
-    train(longer, data.batches("train", 64, seed=seed), steps=steps, lr=5e-3, threads=1,
-          progress=False)  # fmt: skip
+    train(
+        longer,
+        data.batches("train", 64, seed=seed),
+        run=Run(steps=steps, threads=1),
+        lr=5e-3,
+    )
     return longer
 
 

@@ -28,6 +28,7 @@ from transformer_lab.data import numbers
 from transformer_lab.device import num_threads
 from transformer_lab.models.rnn import Seq2Seq, Seq2SeqConfig
 from transformer_lab.training.loop import train
+from transformer_lab.training.run import Run
 
 STEPS, BATCH_SIZE, LR, EVAL_EVERY = 150, 64, 1e-2, 25
 D_EMBED, D_HIDDEN = 32, 64
@@ -60,10 +61,18 @@ def train_one(data, seed: int, input_feeding: bool, steps: int = STEPS, progress
     )  # fmt: skip
     net = Seq2Seq(cfg)
     run = train(
-        net, data.batches("train", BATCH_SIZE, seed=seed), steps=steps, lr=LR, seed=seed,
-        threads=1, progress=progress, eval_every=EVAL_EVERY,
-        eval_fn=lambda m: exact_match(data, m, "val").float().mean().item(),
-    )  # fmt: skip
+        net,
+        data.batches("train", BATCH_SIZE, seed=seed),
+        run=Run(
+            steps=steps,
+            seed=seed,
+            threads=1,
+            progress=progress,
+            eval_every=EVAL_EVERY,
+            eval_fn=lambda m: exact_match(data, m, "val").float().mean().item(),
+        ),
+        lr=LR,
+    )
     return net, run
 
 

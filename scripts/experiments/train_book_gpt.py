@@ -31,6 +31,7 @@ from transformer_lab.data import shakespeare
 from transformer_lab.models.gpt import GPT
 from transformer_lab.pretrained import book_gpt
 from transformer_lab.training.gpt import evaluate_lm, preset, train_gpt
+from transformer_lab.training.run import Run
 
 PRESET, SEED, N_CTX = "book-cpu", 0, 64  # as chapter 13's ``fit`` trains its GPT
 
@@ -43,7 +44,7 @@ def train(device: str = "cpu") -> tuple[GPT, dict]:
     transformer_lab.seed_everything(SEED)
     model = GPT(config).to(device)
     transformer_lab.seed_everything(SEED)
-    run = train_gpt(model, train_ids, recipe, n_ctx=N_CTX, device=device)
+    run = train_gpt(model, train_ids, recipe, Run(device=device), n_ctx=N_CTX)
     val = evaluate_lm(model, val_ids, batch_size=256, n_ctx=N_CTX)
     record = {
         "preset": PRESET,

@@ -14,6 +14,7 @@ from script_loader import load_script
 
 from transformer_lab.pretrained.tiny_bert import DATA_DIR, load_tiny_bert, tiny_bert_info
 from transformer_lab.training import tiny_bert as TB
+from transformer_lab.training.run import Run
 from transformer_lab.training.word_bert import blank_fill_report
 
 LADDER = DATA_DIR / "bert_ladder"
@@ -51,5 +52,5 @@ def test_the_shipped_weights_and_the_table_score_what_the_script_measured(record
 def test_the_first_steps_repeat_on_the_cpu(record):
     stored = record["cpu_prefix"]["losses"][:10]  # 40 are stored; 10 repeat in seconds
     recipe = TB.TinyBertRecipe(**record["recipe"])
-    _, run = TB.pretrain_tiny_bert(recipe, stop_after=len(stored))
+    _, run = TB.pretrain_tiny_bert(recipe, Run(steps=len(stored)))
     assert run.losses == pytest.approx(stored, abs=1e-4)

@@ -46,6 +46,13 @@ def test_the_table_backs_the_chapter():
     assert keys == sorted(set(keys)) and {(50, 0), (100, 0), (200, 0)} <= set(keys)
     for r in labels:
         assert r["curve"][-1] == [script.STEPS, r["lora"]] and r["final_loss"] < 0.01
+    assert {r["seed"] for r in labels} == {0, 1, 2}  # chapter 16 sweeps three seeds
+    rates = results["rates"]  # --lr 5e-4 1e-3 4e-3 --seeds 0: the page's rate, swept
+    assert {(r["lr"], r["seed"]) for r in rates} == {(5e-4, 0), (1e-3, 0), (4e-3, 0)}
+    for r in rates:
+        assert (r["steps"], r["examples"]) == (script.STEPS, script.STEPS * script.BATCH)
+        assert r["curve"][-1] == [script.STEPS, r["lora"]]
+        assert r["lora"] < seeds[0]["lora"]  # the page's LR is the best of the four on seed 0
     mem = results["memory"]
     assert mem["lora"]["peak_bytes"] <= 3 * 2**30 < mem["full"]["peak_bytes"] + 2**30
     assert {"lora_1", "lora_2", "full_1", "full_2"} <= set(results["speed"])

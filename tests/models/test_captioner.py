@@ -17,6 +17,7 @@ from transformer_lab.models.captioner import (
 )
 from transformer_lab.training.loop import train
 from transformer_lab.training.losses import seq2seq_loss
+from transformer_lab.training.run import Run
 
 
 @pytest.fixture(scope="module")
@@ -137,11 +138,8 @@ def test_a_short_training_reduces_the_loss(data):
         net,
         data.batches("train", 32, seed=0),
         seq2seq_loss,
-        steps=40,
+        run=Run(steps=40, seed=0, threads=1),
         lr=5e-3,
-        seed=0,
-        progress=False,
-        threads=1,
     )
     assert sum(result.losses[-5:]) / 5 < 0.7 * sum(result.losses[:5]) / 5
 

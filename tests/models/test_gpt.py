@@ -17,6 +17,7 @@ from transformer_lab.models import GPT, GPTConfig
 from transformer_lab.nn.norms import LayerNorm
 from transformer_lab.training.gpt import evaluate_lm
 from transformer_lab.training.losses import lm_loss
+from transformer_lab.training.run import Run
 
 SMALL = dict(d_vocab=31, n_ctx=16, n_layers=2, n_heads=2, d_model=16)
 
@@ -236,7 +237,7 @@ def test_train_gpt_seed_reproduces_a_run_with_dropout():
         model = small_gpt(0, dropout=0.3)
         torch.manual_seed(caller_seed)  # the caller's random state must not matter, nor change
         before = torch.get_rng_state()
-        losses = train_gpt(model, ids, recipe, seed=seed).losses
+        losses = train_gpt(model, ids, recipe, Run(seed=seed)).losses
         assert torch.equal(torch.get_rng_state(), before)
         return losses, model.W_E.detach().clone()
 

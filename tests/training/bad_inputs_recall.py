@@ -11,6 +11,7 @@ from transformer_lab.analysis import ablation as AB
 from transformer_lab.data import recall as RD
 from transformer_lab.models import recall as RM
 from transformer_lab.training import recall as RT
+from transformer_lab.training.run import Run
 
 RECORDS.add(RD.RecallBatch)
 TASK = RD.RecallTask(n_keys=8, n_values=4)
@@ -57,11 +58,11 @@ case(RT.recall_loss, lambda: RT.recall_loss(small(), (1, 2)), TypeError, "batch 
 case(RT.recall_accuracy, lambda: RT.recall_accuracy(small(), (1, 2)), TypeError,
      "batch must be")  # fmt: skip
 case(RT.new_model, lambda: RT.new_model("transformer", TASK), ValueError, "kind")
-case(RT.train_recall, lambda: RT.train_recall(gpt(), TASK, 2, steps=1, lr=1e-3), TypeError,
+case(RT.train_recall, lambda: RT.train_recall(gpt(), TASK, 2, Run(steps=1), lr=1e-3), TypeError,
      "model must be")  # fmt: skip
-case(RT.train_recall, lambda: RT.train_recall(small(), TASK, 2, steps=0, lr=1e-3), ValueError,
+case(RT.train_recall, lambda: RT.train_recall(small(), TASK, 2, Run(steps=0), lr=1e-3), ValueError,
      "steps")  # fmt: skip
-case(RT.train_recall, lambda: RT.train_recall(small(), TASK, 9, steps=1, lr=1e-3), ValueError,
+case(RT.train_recall, lambda: RT.train_recall(small(), TASK, 9, Run(steps=1), lr=1e-3), ValueError,
      "n_pairs=9 is more than")  # fmt: skip
 case(RT.choose_lr, lambda: RT.choose_lr("gpt", TASK, 2, steps=1, lrs=(-1.0,)), ValueError, "lr")
 

@@ -7,7 +7,9 @@ message (run by ``tests/test_bad_inputs.py``)."""
 from pathlib import Path
 
 import numpy as np
-from bad_input_support import CACHE, CK, TRN, case, gpt, torch
+from bad_input_support import CACHE, CK, TRAINING_LOSSES, TRN, case, gpt, torch
+
+from transformer_lab.training.run import Run
 
 case(
     CACHE.write_atomically,
@@ -80,14 +82,50 @@ case(
 
 case(
     TRN.train,
-    lambda: TRN.train(gpt(), [1], steps=1, checkpoint="c.pt", run_config={"lr": np.float32(1)}),
+    lambda: TRN.train(
+        gpt(), [1], run=Run(steps=1, checkpoint="c.pt", config={"lr": np.float32(1)})
+    ),
     TypeError,
-    "run_config['lr'] is a numpy.float32",
+    "config['lr'] is a numpy.float32",
 )
 
 case(
     TRN.train,
-    lambda: TRN.train(gpt(), [1], steps=1, checkpoint=Path(__file__).parent),
+    lambda: TRN.train(gpt(), [1], run=Run(steps=1, checkpoint=Path(__file__).parent)),
     ValueError,
     "checkpoint must be a file path, got the folder",
+)
+
+case(Run, lambda: Run(steps=-1), ValueError, "steps must be a non-negative int, got -1")
+case(Run, lambda: Run(seconds=0), ValueError, "seconds must be")
+case(Run, lambda: Run(progress=1), TypeError, "progress must be True or False")
+case(Run, lambda: Run(threads=0), ValueError, "threads must be a positive int or None, got 0")
+case(Run, lambda: Run(eval_every=0), ValueError, "eval_every must be a positive int, got 0")
+case(
+    TRN.train,
+    lambda: TRN.train(gpt(), [1], TRAINING_LOSSES.lm_loss, Run(eval_every=5)),
+    ValueError,
+    "eval_every needs an eval_fn",
+)
+case(Run, lambda: Run(eval_fn=3), TypeError, "eval_fn must be a function")
+case(Run, lambda: Run(checkpoint_every=2), ValueError, "checkpoint_every needs a checkpoint")
+case(Run, lambda: Run(resume=True), ValueError, "resume=True needs the checkpoint path")
+case(Run, lambda: Run(device="gpu"), ValueError, "gpu")
+case(
+    Run,
+    lambda: Run(checkpoint="c.pt", config={"lr": np.float32(1)}),
+    TypeError,
+    "config['lr'] is a numpy.float32",
+)
+case(
+    TRN.train,
+    lambda: TRN.train(gpt(), [1], TRAINING_LOSSES.lm_loss, "fast"),
+    TypeError,
+    "run must be a transformer_lab.training.run.Run",
+)
+case(
+    TRN.train,
+    lambda: TRN.train(gpt(), [1], TRAINING_LOSSES.lm_loss, lr=1e300),
+    ValueError,
+    "lr must be below float32's largest value (3.4e38), got 1e+300",
 )

@@ -29,6 +29,8 @@ from bad_input_support import (  # noqa: F401
     wordpiece,
 )
 
+from transformer_lab.training.run import Run
+
 case(
     TRAINING_GPT.train_gpt,
     lambda: TRAINING_GPT.train_gpt(
@@ -102,15 +104,15 @@ case(
 )
 
 case(
-    SCH.lr_factor,
-    lambda: SCH.lr_factor(-1, TRAINING_GPT.TrainRecipe()),
+    TRAINING_GPT.lr_factor,
+    lambda: TRAINING_GPT.lr_factor(-1, TRAINING_GPT.TrainRecipe()),
     ValueError,
     "step must be an int >= 0, got -1",
 )
 
 case(
-    SCH.lr_factor,
-    lambda: SCH.lr_factor(0, None),
+    TRAINING_GPT.lr_factor,
+    lambda: TRAINING_GPT.lr_factor(0, None),
     TypeError,
     "recipe must be a TrainRecipe, got NoneType",
 )
@@ -139,7 +141,7 @@ case(
 case(
     TRAINING_GPT.train_gpt,
     lambda: TRAINING_GPT.train_gpt(
-        gpt(), torch.arange(40) % 11, TRAINING_GPT.TrainRecipe(steps=1, warmup=0), device="gpu"
+        gpt(), torch.arange(40) % 11, TRAINING_GPT.TrainRecipe(steps=1, warmup=0), Run(device="gpu")
     ),
     ValueError,
     "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
@@ -177,14 +179,14 @@ case(
 
 case(
     TRN.train,
-    lambda: TRN.train(gpt(), iter([]), TRAINING_LOSSES.lm_loss, steps=-1),
+    lambda: TRN.train(gpt(), iter([]), TRAINING_LOSSES.lm_loss, run=Run(steps=-1)),
     ValueError,
     "steps must be a non-negative int, got -1",
 )
 
 case(
     TRN.train,
-    lambda: TRN.train(gpt(), [1], TRAINING_LOSSES.lm_loss, device="gpu"),
+    lambda: TRN.train(gpt(), [1], TRAINING_LOSSES.lm_loss, run=Run(device="gpu")),
     ValueError,
     "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
 )
@@ -261,7 +263,7 @@ case(
     T.train_toy,
     lambda: T.train_toy(
         MODELS_TOY.TinyTransformer(MODELS_TOY.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)),
-        steps=-1,
+        run=Run(steps=-1),
     ),
     ValueError,
     "steps must be a non-negative int, got -1",
@@ -330,9 +332,9 @@ case(
 
 case(
     TBT.pretrain_tiny_bert,
-    lambda: TBT.pretrain_tiny_bert(stop_after=0),
+    lambda: TBT.pretrain_tiny_bert(run=Run(steps=0)),
     ValueError,
-    "stop_after must be an int in 1..",
+    "run.steps must be in [1, 5000] (the recipe's schedule), got 0",
 )
 
 case(
@@ -480,7 +482,7 @@ case(
 
 case(
     FT.train_classifier,
-    lambda: FT.train_classifier(nn.Linear(2, 2), labelled(), steps=1, batch_size=2, lr=1e-3),
+    lambda: FT.train_classifier(nn.Linear(2, 2), labelled(), Run(steps=1), batch_size=2, lr=1e-3),
     TypeError,
     "model must be a SequenceClassifier, got Linear",
 )
@@ -558,16 +560,16 @@ for target, thunk, error, fragment in [
     (FT.classification_loss, lambda: FT.classification_loss(classifier(), "batch"), TypeError,
      "data must be a ClassificationBatch, got str"),
     (FT.train_classifier, lambda: FT.train_classifier(
-        classifier(), labelled(), steps=2, batch_size=2, lr=1e-3, weight_decay=-1.0),
+        classifier(), labelled(), Run(steps=2), batch_size=2, lr=1e-3, weight_decay=-1.0),
      ValueError, "weight_decay must be a non-negative number, got -1.0"),
     (FT.train_classifier, lambda: FT.train_classifier(
-        classifier(), labelled(), steps=2, batch_size=2, lr=1e-3, warmup=1.0),
+        classifier(), labelled(), Run(steps=2), batch_size=2, lr=1e-3, warmup=1.0),
      ValueError, "warmup must be in [0, 1), got 1.0"),
     (FT.train_classifier, lambda: FT.train_classifier(
-        classifier(), labelled(), steps=2, batch_size=2, lr=float("inf")),
+        classifier(), labelled(), Run(steps=2), batch_size=2, lr=float("inf")),
      ValueError, "lr must be a positive number, got inf"),
     (FT.train_classifier, lambda: FT.train_classifier(
-        classifier(), _EMPTY, steps=2, batch_size=2, lr=1e-3),
+        classifier(), _EMPTY, Run(steps=2), batch_size=2, lr=1e-3),
      ValueError, "data must hold at least one example"),
     (FT.fit_probe, lambda: FT.fit_probe(torch.tensor([[0.0, float("nan")]] * 2), ids(0, 1), 2),
      ValueError, "features must be finite, with at least one row"),
@@ -655,7 +657,7 @@ case(
 case(
     FT.train_classifier,
     lambda: FT.train_classifier(
-        classifier(), labelled(), steps=2, batch_size=2, lr=1e-3, eval_data="test"
+        classifier(), labelled(), Run(steps=2), batch_size=2, lr=1e-3, eval_data="test"
     ),
     TypeError,
     "data must be a ClassificationBatch, got str",
@@ -663,8 +665,8 @@ case(
 case(
     FT.train_classifier,
     lambda: FT.train_classifier(
-        classifier(), labelled(), steps=2, batch_size=2, lr=1e-3, eval_every=1
+        classifier(), labelled(), Run(steps=2, eval_every=1), batch_size=2, lr=1e-3
     ),
     ValueError,
-    "eval_every needs an eval_fn and must be positive",
+    "eval_every needs an eval_fn",
 )

@@ -4,6 +4,7 @@ from bad_input_support import case, torch
 
 from transformer_lab.models.llama import Llama, LlamaConfig
 from transformer_lab.training import lora as TL
+from transformer_lab.training.run import Run
 
 
 class _Tok:
@@ -56,10 +57,10 @@ case(TL.exact_match, lambda: TL.exact_match("12", "12"), TypeError, "lists of st
 case(TL.exact_match, lambda: TL.exact_match([], []), ValueError, "not be empty")
 case(TL.exact_match, lambda: TL.exact_match([None], ["1"]), TypeError,
      "predictions must hold only strings, got NoneType: None")  # fmt: skip
-case(TL.train_lora, lambda: TL.train_lora(_llama(), _data(), steps=1), ValueError, "no LoRA")
+case(TL.train_lora, lambda: TL.train_lora(_llama(), _data(), Run(steps=1)), ValueError, "no LoRA")
 case(
     TL.train_lora,
-    lambda: TL.train_lora(_adapted(), _data(), steps=5, schedule_steps=3),
+    lambda: TL.train_lora(_adapted(), _data(), Run(steps=5), schedule_steps=3),
     ValueError,
-    "schedule_steps must be >= steps=5",
+    "schedule_steps must be >= run.steps=5",
 )

@@ -22,6 +22,7 @@ from transformer_lab.training.checkpoint import (
 )
 from transformer_lab.training.gpt import TrainRecipe, train_gpt
 from transformer_lab.training.loop import train
+from transformer_lab.training.run import Run
 
 CONFIG = GPTConfig(d_vocab=13, n_ctx=8, n_layers=1, n_heads=2, d_model=16, dropout=0.2)
 RECIPE = TrainRecipe(batch_size=4, steps=8, lr=1e-2, warmup=3)
@@ -35,13 +36,13 @@ def _model(seed: int) -> GPT:
 
 def test_resumed_gpt_run_equals_the_uninterrupted_one(tmp_path):
     full = _model(0)
-    whole = train_gpt(full, IDS, RECIPE, seed=3)
+    whole = train_gpt(full, IDS, RECIPE, Run(seed=3))
     path = tmp_path / "run.pt"
-    part = train_gpt(_model(0), IDS, RECIPE, seed=3, checkpoint=path, until=5)
+    part = train_gpt(_model(0), IDS, RECIPE, Run(seed=3, checkpoint=path, steps=5))
     assert part.steps == 5 and load_checkpoint(path)["step"] == 5
     # another initialisation and another seed: everything must come from the checkpoint
     resumed_model = _model(7)
-    resumed = train_gpt(resumed_model, IDS, RECIPE, seed=3, checkpoint=path, resume=True)
+    resumed = train_gpt(resumed_model, IDS, RECIPE, Run(seed=3, checkpoint=path, resume=True))
     assert resumed.first_step == 5 and resumed.steps == 8
     assert resumed.losses == whole.losses  # dropout masks and batches continue exactly
     for (name, p), q in zip(full.named_parameters(), resumed_model.parameters(), strict=True):
@@ -50,14 +51,14 @@ def test_resumed_gpt_run_equals_the_uninterrupted_one(tmp_path):
 
 def test_without_the_saved_generators_dropout_would_differ(tmp_path):
     """The test above can fail: resuming with fresh generators changes the losses."""
-    whole = train_gpt(_model(0), IDS, RECIPE, seed=3)
+    whole = train_gpt(_model(0), IDS, RECIPE, Run(seed=3))
     path = tmp_path / "run.pt"
-    train_gpt(_model(0), IDS, RECIPE, seed=3, checkpoint=path, until=5)
+    train_gpt(_model(0), IDS, RECIPE, Run(seed=3, checkpoint=path, steps=5))
     state = load_checkpoint(path)
     torch.manual_seed(123)
     state["rng"] = [rng_state()]
     torch.save(state, path)
-    resumed = train_gpt(_model(0), IDS, RECIPE, seed=3, checkpoint=path, resume=True)
+    resumed = train_gpt(_model(0), IDS, RECIPE, Run(seed=3, checkpoint=path, resume=True))
     assert resumed.losses[:5] == whole.losses[:5]
     assert resumed.losses[5:] != whole.losses[5:]
 
@@ -78,23 +79,23 @@ def test_train_saves_every_k_steps_and_resumes_any_loss_fn(tmp_path):
 
     path = tmp_path / "lin.pt"
     a = net()
-    whole = train(a, data, loss_fn, steps=10, lr=1e-2, seed=0, progress=False)
+    whole = train(a, data, loss_fn, run=Run(steps=10, seed=0), lr=1e-2)
     b = net()
     first = train(
         b,
         data,
         loss_fn,
-        steps=4,
+        run=Run(steps=4, seed=0, checkpoint=path, checkpoint_every=2),
         lr=1e-2,
-        seed=0,
-        progress=False,
-        checkpoint=path,
-        checkpoint_every=2,
     )
     assert first.losses == whole.losses[:4] and load_checkpoint(path)["step"] == 4
     c = net()
     rest = train(
-        c, data, loss_fn, steps=10, lr=1e-2, seed=0, progress=False, checkpoint=path, resume=True
+        c,
+        data,
+        loss_fn,
+        run=Run(steps=10, seed=0, checkpoint=path, resume=True),
+        lr=1e-2,
     )
     assert rest.losses == whole.losses
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), c.parameters(), strict=True))
@@ -126,11 +127,11 @@ def test_bad_checkpoints_are_refused(tmp_path):
     with pytest.raises(ValueError, match="not a transformer_lab checkpoint"):
         load_checkpoint(tmp_path / "other.pt")
     with pytest.raises(ValueError, match="resume=True needs the checkpoint path"):
-        train(_model(0), [1], lambda m, b: m.W_E.weight.sum(), resume=True)
-    with pytest.raises(ValueError, match="until must be an int in"):
-        train_gpt(_model(0), IDS, RECIPE, until=9)
+        train(_model(0), [1], lambda m, b: m.W_E.weight.sum(), run=Run(resume=True))
+    with pytest.raises(ValueError, match=r"run.steps must be in \[1, 8\]"):
+        train_gpt(_model(0), IDS, RECIPE, Run(steps=9))
     with pytest.raises(ValueError, match="checkpoint_every needs a checkpoint path"):
-        train(_model(0), [1], lambda m, b: m.W_E.weight.sum(), checkpoint_every=2)
+        train(_model(0), [1], lambda m, b: m.W_E.weight.sum(), run=Run(checkpoint_every=2))
 
 
 # --- what is saved loads back; what would not load is refused when saving -----------------
@@ -211,7 +212,7 @@ def test_an_unwritable_checkpoint_folder_is_found_before_the_first_step(tmp_path
 
     data = [IDS[:8][None]] * 3
     with pytest.raises(PermissionError, match=f"cannot write in {folder}: Permission denied"):
-        train(_model(0), data, loss, steps=3, progress=False, checkpoint=folder / "run.pt")
+        train(_model(0), data, loss, run=Run(steps=3, checkpoint=folder / "run.pt"))
     assert calls == []  # no step was taken, so none was lost
 
 
@@ -222,11 +223,17 @@ def _lin_run(path, *, resume=False, steps=2, **kw):
     torch.manual_seed(1)
     model = torch.nn.Linear(3, 1)
     data = [torch.randn(4, 3) for _ in range(6)]
-    args = dict(lr=1e-2, seed=0, grad_clip=1.0) | kw
+    args = dict(lr=1e-2, grad_clip=1.0) | {
+        k: v for k, v in kw.items() if k not in ("seed", "config")
+    }
+    run = dict(seed=0) | {k: v for k, v in kw.items() if k in ("seed", "config")}
     return train(
-        model, data, lambda m, b: m(b).pow(2).mean(), steps=steps, progress=False,
-        checkpoint=path, resume=resume, **args,
-    )  # fmt: skip
+        model,
+        data,
+        lambda m, b: m(b).pow(2).mean(),
+        Run(steps=steps, checkpoint=path, resume=resume, **run),
+        **args,
+    )
 
 
 @pytest.mark.parametrize(
@@ -236,7 +243,7 @@ def _lin_run(path, *, resume=False, steps=2, **kw):
         (dict(seed=1), "loop.seed: 0 -> 1"),
         (dict(grad_clip=None), "loop.grad_clip: 1.0 -> None"),
         (dict(lr_schedule=lambda s: 1.0), "loop.lr_schedule: False -> True"),
-        (dict(run_config={"data": "other"}), "data: '(absent)' -> 'other'"),
+        (dict(config={"data": "other"}), "data: '(absent)' -> 'other'"),
     ],
 )
 def test_a_resume_with_other_settings_is_refused_naming_each(tmp_path, change, fragment):
@@ -263,10 +270,10 @@ def test_a_checkpoint_of_another_process_count_or_model_is_refused(tmp_path):
     torch.save(state, path)
     with pytest.raises(ValueError, match="loop.world_size: 2 -> 1"):
         _lin_run(path, resume=True)
-    train_gpt(_model(0), IDS, RECIPE, checkpoint=path, until=2)
+    train_gpt(_model(0), IDS, RECIPE, Run(checkpoint=path, steps=2))
     wider = GPT(dataclasses.replace(CONFIG, d_model=32))
     with pytest.raises(ValueError, match="model.d_model: 16 -> 32"):
-        train_gpt(wider, IDS, RECIPE, checkpoint=path, resume=True)
+        train_gpt(wider, IDS, RECIPE, Run(checkpoint=path, resume=True))
 
 
 def test_a_checkpoint_without_settings_loads_but_does_not_resume(tmp_path):

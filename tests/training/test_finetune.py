@@ -30,6 +30,7 @@ from transformer_lab.training.finetune import (
     train_classifier,
 )
 from transformer_lab.training.loop import train
+from transformer_lab.training.run import Run
 from transformer_lab.training.schedules import warmup_linear
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -107,7 +108,7 @@ def test_freeze_keeps_encoder_and_trains_head():
     assert not any(p.requires_grad for p in clf.encoder.parameters())
     assert all(p.requires_grad for p in clf.classifier.parameters())
     before = {k: v.clone() for k, v in clf.state_dict().items()}
-    train_classifier(clf, toy_data(), steps=5, batch_size=8, lr=1e-2, seed=0)
+    train_classifier(clf, toy_data(), Run(steps=5, seed=0), batch_size=8, lr=1e-2)
     after = clf.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before if k.startswith("encoder."))
     assert not torch.equal(before["classifier.weight"], after["classifier.weight"])
@@ -121,8 +122,16 @@ def test_encoder_learning_rate_is_smaller():
     encoder_lr, the head's by lr (warmup 0, so the first step runs at the full rate)."""
     clf = SequenceClassifier(tiny_encoder(), 2, pooling="cls")
     before = {k: v.clone() for k, v in clf.named_parameters()}
-    train_classifier(clf, toy_data(), steps=1, batch_size=8, lr=1e-2, encoder_lr=1e-4,
-                     seed=0, weight_decay=0.0, warmup=0.0)  # fmt: skip
+    train_classifier(
+        clf,
+        toy_data(),
+        Run(steps=1, seed=0),
+        batch_size=8,
+        lr=1e-2,
+        encoder_lr=1e-4,
+        weight_decay=0.0,
+        warmup=0.0,
+    )
     moved = {k: (v - before[k]).abs().max().item() for k, v in clf.named_parameters()}
     head = max(v for k, v in moved.items() if k.startswith("classifier."))
     body = max(v for k, v in moved.items() if k.startswith("encoder."))
@@ -134,7 +143,9 @@ def test_fine_tuning_learns_the_toy_task_through_train():
     data = toy_data(48)
     clf = SequenceClassifier(tiny_encoder(), 2, pooling="mean")
     start = classification_accuracy(clf, data)
-    result = train_classifier(clf, data, steps=60, batch_size=16, lr=1e-2, encoder_lr=3e-3, seed=0)
+    result = train_classifier(
+        clf, data, Run(steps=60, seed=0), batch_size=16, lr=1e-2, encoder_lr=3e-3
+    )
     assert result.steps == 60 and result.stopped_by == "steps"
     assert classification_accuracy(clf, data) == 1.0 and start < 0.8, start
     assert sum(result.losses[-10:]) < 0.5 * sum(result.losses[:10])
@@ -232,7 +243,7 @@ def test_probe_through_train_equals_frozen_classifier_predictions():
     frozen = SequenceClassifier(tiny_encoder(), 2).freeze_encoder()
     frozen.classifier.requires_grad_(False)
     with pytest.raises(ValueError, match="no trainable parameters"):
-        train(frozen, classification_batches(data, 4, 0), classification_loss, steps=1)
+        train(frozen, classification_batches(data, 4, 0), classification_loss, run=Run(steps=1))
 
 
 def test_slicing_a_left_padded_batch_keeps_the_tokens():

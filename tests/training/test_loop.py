@@ -8,6 +8,7 @@ from transformer_lab.data.numbers import Batch
 from transformer_lab.device import num_threads
 from transformer_lab.training.loop import TrainResult, evaluate, to_device, train
 from transformer_lab.training.losses import seq2seq_loss
+from transformer_lab.training.run import Run
 
 
 def regression_batches(seed=0, n=32):
@@ -26,7 +27,7 @@ def mse(model, batch):
 def test_loss_falls_and_history_is_recorded():
     torch.manual_seed(0)
     model = nn.Linear(2, 1)
-    result = train(model, regression_batches(), mse, steps=150, lr=0.05, progress=False)
+    result = train(model, regression_batches(), mse, run=Run(steps=150), lr=0.05)
     assert isinstance(result, TrainResult)
     assert result.steps == 150 and len(result.losses) == 150 and result.stopped_by == "steps"
     assert result.losses[-1] < 0.01 * result.losses[0]
@@ -38,19 +39,19 @@ def test_same_seeds_same_losses():
     def run():
         torch.manual_seed(1)
         model = nn.Sequential(nn.Linear(2, 8), nn.Dropout(0.3), nn.Linear(8, 1))
-        return train(model, regression_batches(2), mse, steps=20, seed=5, progress=False).losses
+        return train(model, regression_batches(2), mse, run=Run(steps=20, seed=5)).losses
 
     assert run() == run()
 
 
 def test_time_budget_and_finite_data():
     model = nn.Linear(2, 1)
-    result = train(model, regression_batches(), mse, seconds=0.05, progress=False)
+    result = train(model, regression_batches(), mse, run=Run(seconds=0.05))
     assert result.stopped_by == "seconds" and result.steps >= 1 and result.seconds >= 0.05
     finite = [next(regression_batches()) for _ in range(3)]
-    result = train(model, finite, mse, progress=False)
+    result = train(model, finite, mse, run=Run())
     assert result.steps == 3 and result.stopped_by == "data"
-    result = train(model, finite, mse, steps=2, progress=False)
+    result = train(model, finite, mse, run=Run(steps=2))
     assert result.steps == 2 and result.stopped_by == "steps"
 
 
@@ -66,47 +67,49 @@ def test_eval_schedule_and_lr_schedule():
         model,
         regression_batches(),
         mse,
-        steps=10,
-        eval_fn=eval_fn,
-        eval_every=4,
+        run=Run(steps=10, eval_fn=eval_fn, eval_every=4),
         lr_schedule=lambda step: 0.0,
-        progress=False,
     )
     assert result.evals == [(4, 1.5), (8, 1.5), (10, 1.5)]
     assert calls == [False, False, False]  # evaluated in eval mode
     before = model.weight.detach().clone()
-    train(model, regression_batches(), mse, steps=3, lr_schedule=lambda s: 0.0, progress=False)
+    train(
+        model,
+        regression_batches(),
+        mse,
+        run=Run(steps=3),
+        lr_schedule=lambda s: 0.0,
+    )
     torch.testing.assert_close(model.weight, before)  # a zero learning rate changes nothing
 
 
 def test_progress_bar_writes_to_stderr(capsys):
-    train(nn.Linear(2, 1), regression_batches(), mse, steps=3, desc="demo")
+    train(nn.Linear(2, 1), regression_batches(), mse, run=Run(steps=3, desc="demo", progress=True))
     assert "demo" in capsys.readouterr().err
 
 
 def test_bad_arguments():
     model = nn.Linear(2, 1)
-    with pytest.raises(ValueError, match="steps= or seconds="):
-        train(model, regression_batches(), mse, progress=False)
+    with pytest.raises(ValueError, match=r"needs Run\(steps=...\) or Run\(seconds=...\)"):
+        train(model, regression_batches(), mse, run=Run())
     with pytest.raises(ValueError, match="steps"):
-        train(model, regression_batches(), mse, steps=-1, progress=False)
+        train(model, regression_batches(), mse, run=Run(steps=-1))
     with pytest.raises(ValueError, match="seconds"):
-        train(model, regression_batches(), mse, seconds=0, progress=False)
+        train(model, regression_batches(), mse, run=Run(seconds=0))
     with pytest.raises(ValueError, match="eval_every"):
-        train(model, regression_batches(), mse, steps=1, eval_every=2, progress=False)
+        train(model, regression_batches(), mse, run=Run(steps=1, eval_every=2))
     with pytest.raises(ValueError, match="scalar"):
-        train(model, regression_batches(), lambda m, b: m(b[0]), steps=1, progress=False)
+        train(model, regression_batches(), lambda m, b: m(b[0]), run=Run(steps=1))
     with pytest.raises(FloatingPointError, match="step 0"):
         train(
             model,
             regression_batches(),
             lambda m, b: m(b[0]).sum() * float("nan"),
-            steps=1,
-            progress=False,
+            run=Run(steps=1),
         )
     frozen = nn.Linear(2, 1).requires_grad_(False)
     with pytest.raises(ValueError, match="trainable"):
-        train(frozen, regression_batches(), mse, steps=1, progress=False)
+        train(frozen, regression_batches(), mse, run=Run(steps=1))
 
 
 class Echo(nn.Module):
@@ -159,7 +162,7 @@ def test_num_threads_restores_and_train_uses_it():
     assert torch.get_num_threads() == before
     with num_threads(None):
         assert torch.get_num_threads() == before
-    train(nn.Linear(2, 1), regression_batches(), loss_fn, steps=2, threads=1, progress=False)
+    train(nn.Linear(2, 1), regression_batches(), loss_fn, run=Run(steps=2, threads=1))
     assert seen == [1, 1] and torch.get_num_threads() == before
     with pytest.raises(ValueError, match="threads"), num_threads(0):
         pass

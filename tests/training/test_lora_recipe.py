@@ -8,9 +8,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from transformer_lab.checks import IGNORE_INDEX
 from transformer_lab.models.llama import Llama, LlamaConfig
 from transformer_lab.nn.lora import add_lora, lora_modules
 from transformer_lab.training import lora as R
+from transformer_lab.training.run import Run
 
 
 class CharTokenizer:
@@ -41,7 +43,7 @@ def test_answer_batch_marks_answer_tokens_only():
     assert batch.input_ids.shape == (2, 8)
     assert TOK.decode(batch.input_ids[1].tolist()) == "c = 223\n"
     assert batch.attention_mask[0].tolist() == [1] * 7 + [0]
-    assert (batch.targets[0] != R.IGNORE).nonzero().flatten().tolist() == [4, 5, 6]
+    assert (batch.targets[0] != IGNORE_INDEX).nonzero().flatten().tolist() == [4, 5, 6]
     with pytest.raises(ValueError, match="pair up"):
         R.answer_batch(TOK, ["a ="], [" 1\n", " 2\n"])
 
@@ -51,7 +53,7 @@ def test_loss_ignores_prompt_and_padding():
     batch = R.answer_batch(TOK, ["ab =", "c ="], [" 1\n", " 223\n"])
     loss = R.answer_loss(model, batch)
     logits = model(batch.input_ids, attention_mask=batch.attention_mask)
-    picks = [(r, t) for r in range(2) for t in range(1, 8) if batch.targets[r, t] != R.IGNORE]
+    picks = [(r, t) for r in range(2) for t in range(1, 8) if batch.targets[r, t] != IGNORE_INDEX]
     logp = torch.log_softmax(logits, -1)
     by_hand = -torch.stack([logp[r, t - 1, batch.targets[r, t]] for r, t in picks]).mean()
     torch.testing.assert_close(loss, by_hand)
@@ -93,8 +95,9 @@ def test_train_lora_learns_and_moves_only_adapters():
     data = R.answer_batch(TOK, prompts, [" 7\n"] * 4)
     score = lambda m: R.exact_match(R.greedy_answers(m, TOK, prompts), ["7"] * 4)  # noqa: E731
     assert score(model) == 0
-    run = R.train_lora(model, data, steps=60, batch_size=4, lr=5e-2, seed=0,
-                       eval_fn=score, eval_every=30)  # fmt: skip
+    run = R.train_lora(
+        model, data, Run(steps=60, seed=0, eval_fn=score, eval_every=30), batch_size=4, lr=5e-2
+    )
     assert run.steps == 60 and run.losses[-1] < run.losses[0] / 5
     assert run.evals[-1] == (60, 1.0)
     for n, p in model.named_parameters():
@@ -103,13 +106,13 @@ def test_train_lora_learns_and_moves_only_adapters():
     assert not any(lora.merged for _, lora in lora_modules(model))  # unmerged after answering
     again = small_llama(1)
     add_lora(again, ["W_Q", "W_K", "W_V", "W_O"], rank=4, alpha=16, seed=0)
-    rerun = R.train_lora(again, data, steps=60, batch_size=4, lr=5e-2, seed=0)
+    rerun = R.train_lora(again, data, Run(steps=60, seed=0), batch_size=4, lr=5e-2)
     assert rerun.losses == run.losses  # seeded: the same run
 
 
 def test_train_lora_needs_adapters():
     with pytest.raises(ValueError, match="no LoRA adapters"):
-        R.train_lora(small_llama(), R.answer_batch(TOK, ["a ="], [" 1\n"]), steps=1)
+        R.train_lora(small_llama(), R.answer_batch(TOK, ["a ="], [" 1\n"]), Run(steps=1))
 
 
 def test_a_short_run_is_the_start_of_a_longer_one():
@@ -118,6 +121,9 @@ def test_a_short_run_is_the_start_of_a_longer_one():
     for steps in (12, 5):
         model = small_llama(2)
         add_lora(model, ["W_Q", "W_V"], rank=2, alpha=4, seed=1)
-        runs.append(R.train_lora(model, data, steps=steps, schedule_steps=12, batch_size=2,
-                                 lr=1e-2, seed=3))  # fmt: skip
+        runs.append(
+            R.train_lora(
+                model, data, Run(steps=steps, seed=3), schedule_steps=12, batch_size=2, lr=1e-2
+            )
+        )
     assert runs[1].losses == runs[0].losses[:5]

@@ -9,13 +9,14 @@ from transformer_lab.data.recall import RecallTask
 from transformer_lab.hooks import capture, intervene
 from transformer_lab.models.recall import RecallConfig, RecallLM
 from transformer_lab.training import recall as RT
+from transformer_lab.training.run import Run
 
 
 @pytest.mark.usefixtures("one_thread")
 def test_the_gpt_learns_to_recall_four_pairs():
     task = RecallTask(n_keys=16, n_values=8)
     model = RT.new_model("gpt", task, n_ctx=8, d_model=32)
-    run = RT.train_recall(model, task, 4, steps=200, lr=3e-3, batch_size=32, evals=2)
+    run = RT.train_recall(model, task, 4, Run(steps=200), lr=3e-3, batch_size=32, evals=2)
     assert [step for step, _ in run.evals] == [100, 200]
     assert RT.recall_accuracy(model, task.split("test", 4)) > 0.9
     assert RT.recall_loss(model, task.split("test", 4)) < 0.5

@@ -8,9 +8,8 @@ import math
 import pytest
 import torch
 
-from transformer_lab.training.gpt import PRESETS, TrainRecipe
+from transformer_lab.training.gpt import PRESETS, TrainRecipe, lr_factor
 from transformer_lab.training.schedules import (
-    lr_factor,
     transformer_peak_lr,
     warmup_cosine,
     warmup_decay,

@@ -28,6 +28,7 @@ from transformer_lab.models.bert import BertForPreTraining
 from transformer_lab.pretrained import tiny_bert as TB_FILES
 from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training import tiny_bert as TB
+from transformer_lab.training.run import Run
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = (TB_FILES.WEIGHTS, TB_FILES.TOKENIZER, TB_FILES.INFO)
@@ -114,7 +115,7 @@ def test_the_first_few_steps_repeat_the_shipped_run(info, corpus):
     schedule still spans the whole run)."""
     recipe = TB.TinyBertRecipe(**info["recipe"])
     assert recipe == TB.TinyBertRecipe(), "the shipped checkpoint is the default recipe"
-    _, run = TB.pretrain_tiny_bert(recipe, stop_after=FAST_STEPS)
+    _, run = TB.pretrain_tiny_bert(recipe, Run(steps=FAST_STEPS))
     want = info["prefix"]["losses"][:FAST_STEPS]
     assert run.steps == FAST_STEPS == len(want)
     torch.testing.assert_close(torch.tensor(run.losses), torch.tensor(want), rtol=1e-4, atol=1e-4)
@@ -126,7 +127,7 @@ def test_the_first_steps_repeat_the_shipped_run(info, corpus):
     recipe = TB.TinyBertRecipe(**info["recipe"])
     assert recipe == TB.TinyBertRecipe(), "the shipped checkpoint is the default recipe"
     prefix = info["prefix"]
-    model, run = TB.pretrain_tiny_bert(recipe, stop_after=prefix["steps"])
+    model, run = TB.pretrain_tiny_bert(recipe, Run(steps=prefix["steps"]))
     assert run.steps == prefix["steps"] == len(prefix["losses"])
     torch.testing.assert_close(
         torch.tensor(run.losses), torch.tensor(prefix["losses"]), rtol=1e-4, atol=1e-4

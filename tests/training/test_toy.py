@@ -8,10 +8,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_lab.data.toy import IGNORE, TASKS, neighbours, previous_token, toy_batches
+from transformer_lab.data.toy import IGNORE_INDEX, TASKS, neighbours, previous_token, toy_batches
 from transformer_lab.device import num_threads
 from transformer_lab.hooks import run_with_cache
 from transformer_lab.models.toy import TinyTransformer, ToyConfig
+from transformer_lab.training.run import Run
 from transformer_lab.training.toy import position_accuracy, toy_loss, train_toy
 
 
@@ -25,7 +26,7 @@ def _one_thread():
 def test_previous_token_targets():
     x, y = previous_token(4, 6, 10, torch.Generator().manual_seed(0))
     assert x.shape == (4, 6) and y.shape == (4, 6, 1)
-    assert torch.all(y[:, 0, 0] == IGNORE)
+    assert torch.all(y[:, 0, 0] == IGNORE_INDEX)
     assert torch.equal(y[:, 1:, 0], x[:, :-1])
     assert x.min() >= 0 and x.max() < 10
 
@@ -33,8 +34,8 @@ def test_previous_token_targets():
 def test_neighbours_targets():
     x, y = neighbours(3, 5, 7, torch.Generator().manual_seed(1))
     assert y.shape == (3, 5, 2)
-    assert torch.equal(y[:, 1:, 0], x[:, :-1]) and torch.all(y[:, 0, 0] == IGNORE)
-    assert torch.equal(y[:, :-1, 1], x[:, 1:]) and torch.all(y[:, -1, 1] == IGNORE)
+    assert torch.equal(y[:, 1:, 0], x[:, :-1]) and torch.all(y[:, 0, 0] == IGNORE_INDEX)
+    assert torch.equal(y[:, :-1, 1], x[:, 1:]) and torch.all(y[:, -1, 1] == IGNORE_INDEX)
 
 
 def test_tasks_are_deterministic_given_a_generator():
@@ -148,14 +149,16 @@ def test_training_is_reproducible():
     runs = []
     for _ in range(2):
         torch.manual_seed(0)
-        runs.append(train_toy(TinyTransformer(ToyConfig(d_vocab=8)), steps=5, lengths=6).losses)
+        runs.append(
+            train_toy(TinyTransformer(ToyConfig(d_vocab=8)), run=Run(steps=5), lengths=6).losses
+        )
     assert runs[0] == runs[1] and len(runs[0]) == 5
 
 
 def test_training_learns_the_previous_token_task():
     torch.manual_seed(0)
     model = TinyTransformer(ToyConfig(d_vocab=8, d_model=16, d_mlp=32))
-    result = train_toy(model, "previous_token", steps=80, batch_size=32, lengths=6, lr=1e-2)
+    result = train_toy(model, "previous_token", Run(steps=80), batch_size=32, lengths=6, lr=1e-2)
     assert result.losses[-1] < 0.3 * result.losses[0]
     acc = position_accuracy(model, "previous_token", n=6)
     assert acc.shape == (6, 1) and torch.isnan(acc[0, 0])
@@ -167,10 +170,10 @@ def test_training_runs_on_one_thread_and_restores_the_count():
     seen = []
     train_toy(
         TinyTransformer(ToyConfig()),
-        steps=2,
+        run=Run(
+            steps=2, eval_fn=lambda m: seen.append(torch.get_num_threads()) or 0.0, eval_every=1
+        ),
         lengths=4,
-        eval_fn=lambda m: seen.append(torch.get_num_threads()) or 0.0,
-        eval_every=1,
     )
     assert seen == [1, 1]  # an evaluation after each of the two steps
     assert torch.get_num_threads() == 3

@@ -10,6 +10,7 @@ import torch
 
 from transformer_lab.data.mlm import IGNORE_INDEX
 from transformer_lab.training import word_bert as WB
+from transformer_lab.training.run import Run
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,7 @@ def test_report_without_a_model_gives_the_baselines(words):
 
 def test_a_few_steps_of_the_recipe_are_deterministic_and_learn(words):
     recipe = WB.WordBertRecipe(steps=30, warmup=5)
-    model, run = WB.pretrain_word_bert(recipe, eval_every=30)
+    model, run = WB.pretrain_word_bert(recipe, Run(eval_every=30))
     _, again = WB.pretrain_word_bert(recipe)
     assert run.losses == again.losses
     assert sum(run.losses[-5:]) < sum(run.losses[:5]) - 5 * 0.5, run.losses

@@ -77,9 +77,6 @@ def disk_error(err: OSError, path, doing: str = "write", hint: str = "") -> OSEr
     return OSError(err.errno, f"cannot {doing} {path}: {cause}{hint}")
 
 
-_disk_error = disk_error  # the old name, still imported by training.checkpoint
-
-
 def _new_file(path: Path) -> int:
     """Create ``path``, which must not exist yet, for writing; return its descriptor."""
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

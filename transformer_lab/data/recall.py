@@ -32,7 +32,6 @@ from transformer_lab.checks import IGNORE_INDEX, int_at_least, one_of, positive_
 
 __all__ = ["RecallTask", "RecallBatch", "SPLIT_SEEDS", "IGNORE_INDEX"]
 
-IGNORE = IGNORE_INDEX  # the old name, still imported by training.recall
 
 # the first seed of each split's generator: training batches use seed + SPLIT_SEEDS["train"]
 SPLIT_SEEDS = {"train": 0, "validation": 1_000_003, "test": 2_000_003}

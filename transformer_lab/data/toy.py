@@ -15,8 +15,6 @@ from transformer_lab.checks import IGNORE_INDEX, positive_int
 
 __all__ = ["IGNORE_INDEX", "previous_token", "neighbours", "toy_batches"]
 
-IGNORE = IGNORE_INDEX  # the old name, still imported by training.toy
-
 
 def _ids(batch: int, n: int, d_vocab: int, generator: torch.Generator | None) -> torch.Tensor:
     positive_int(batch, "batch")
@@ -65,9 +63,6 @@ def batch_maker(task: str | Callable) -> Callable:
     if task not in TASKS:
         raise ValueError(f"task must be one of {sorted(TASKS)} or a function, got {task!r}")
     return TASKS[task][0]
-
-
-_task = batch_maker  # the old name, still imported by training.toy
 
 
 def toy_batches(

@@ -30,9 +30,6 @@ __all__ = ["WordPieceTokenizer", "TokenBatch", "GGUFTokenizer", "SPECIAL_TOKENS"
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # BERT's special tokens
 
 
-_require = require  # the old name of checks.require, still imported by training.tiny_bert
-
-
 @dataclass
 class TokenBatch:
     """A tokenized batch. ``model(**batch)`` passes the three tensors by name."""

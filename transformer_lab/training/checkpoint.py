@@ -7,24 +7,24 @@ dropout and data shuffling draw from. :func:`save_checkpoint` writes all of it i
 :func:`load_checkpoint` reads it back with ``torch.load(..., weights_only=True)``, which
 only rebuilds tensors and plain Python values and never runs code stored in the file.
 
-:func:`transformer_lab.training.loop.train` uses both: ``checkpoint=path, checkpoint_every=k``
-saves every ``k`` steps and at the end, ``resume=True`` continues from ``path``: weights,
-optimizer, schedule, losses, step count and random generators are restored, and the first
-``step`` batches are drawn and skipped, so that a stream that starts the same (a seeded one)
-continues where the saved run left it. The result then covers the whole run, and ``steps``
-counts from its start. In a run of several processes rank 0 writes the file, with the
-generators of every rank, and each rank resumes its own.
+:func:`transformer_lab.training.loop.train` uses both: ``Run(checkpoint=path,
+checkpoint_every=k)`` saves every ``k`` steps and at the end, ``resume=True`` continues from
+``path``: weights, optimizer, schedule, losses, step count and random generators are
+restored, and the first ``step`` batches are drawn and skipped, so that a stream that starts
+the same (a seeded one) continues where the saved run left it. The result then covers the
+whole run, and ``steps`` counts from its start. In a run of several processes rank 0 writes
+the file, with the generators of every rank, and each rank resumes its own.
 
 A resumed run is the run it says it is. The checkpoint records the settings that produced
 it: the model's class and config, the optimizer's class and hyperparameters (learning
 rate, betas, weight decay... of every parameter group), the loss function's name, the seed,
 the gradient clipping, whether a learning-rate schedule runs, the number of processes, and
-whatever the recipe adds (``train(..., run_config=...)``; ``train_gpt`` adds its recipe,
+whatever the run adds (``Run(config=...)``; ``train_gpt`` adds its recipe,
 its seed, the window length and a digest of the training tokens). Resuming with other
 settings is refused before anything is restored, with a message naming each setting that
 changed, its saved value and the new one. What may change on resume is only
 what does not change the steps already taken or still to come: where the loop stops
-(``steps``, ``seconds``; a recipe's own ``until``), evaluation, progress, threads, the device
+(the run's ``steps`` and ``seconds``), evaluation, progress, threads, the device
 and how often to save.
 
 Nothing is lost to a disk: :func:`save_checkpoint` refuses, at save time and naming the key,
@@ -46,7 +46,7 @@ import numpy as np
 import torch
 
 from transformer_lab.checks import instance_of, int_at_least
-from transformer_lab.data.cache import _disk_error, write_atomically
+from transformer_lab.data.cache import disk_error, write_atomically
 
 __all__ = ["rng_state", "set_rng_state", "save_checkpoint", "load_checkpoint"]
 
@@ -127,7 +127,7 @@ def save_checkpoint(
     for name, value in (("extra", extra), ("config", config)):
         if value is not None:
             instance_of(value, dict, name, "a dict of plain values")
-            _check_plain(value, name)
+            check_plain(value, name)
     state = {
         "format": FORMAT,
         "step": step,
@@ -153,7 +153,7 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except PermissionError as err:
-        raise _disk_error(err, path, "read") from err
+        raise disk_error(err, path, "read") from err
     except Exception as err:  # the reader fails in many ways on a damaged or foreign file
         reason = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise ValueError(
@@ -178,20 +178,20 @@ _ADVICE = {  # how to turn a refused value into one that loads
 }
 
 
-def _check_plain(value, where: str) -> None:
+def check_plain(value, where: str) -> None:
     """Refuse, naming where it sits, a value that ``weights_only`` loading would refuse."""
     kind = type(value)
     if kind in _PLAIN:
         return
     if kind in (list, tuple):
         for i, item in enumerate(value):
-            _check_plain(item, f"{where}[{i}]")
+            check_plain(item, f"{where}[{i}]")
         return
     if kind is dict:
         for key, item in value.items():
             if type(key) not in (str, int):
                 raise TypeError(f"{where} has the key {key!r}; keys must be str or int")
-            _check_plain(item, f"{where}[{key!r}]")
+            check_plain(item, f"{where}[{key!r}]")
         return
     if kind.__module__.split(".")[0] == "numpy":
         advice = _ADVICE["numpy"]
@@ -227,7 +227,7 @@ def _plain(value):
 _HOW = {"params", "initial_lr", "foreach", "fused", "capturable", "differentiable"}
 
 
-def _run_settings(model, optimizer, loss_fn, *, seed, grad_clip, schedule, world_size, extra):
+def run_settings(model, optimizer, loss_fn, *, seed, grad_clip, schedule, world_size, extra):
     """What determines a run of :func:`~transformer_lab.training.loop.train`: the model, the
     optimizer's hyperparameters (base learning rate of a scheduled group), the loss, the
     seed, the clipping, the schedule's presence, the processes, and ``extra`` (a recipe's
@@ -259,7 +259,7 @@ def _run_settings(model, optimizer, loss_fn, *, seed, grad_clip, schedule, world
     if extra:
         clash = sorted(settings.keys() & extra.keys())
         if clash:
-            raise ValueError(f"run_config may not use the loop's own names {clash}")
+            raise ValueError(f"the run's config may not use the loop's own names {clash}")
         settings.update(extra)
     return settings
 
@@ -297,7 +297,7 @@ def _check_same_run(path, saved: dict | None, now: dict) -> None:
         )
 
 
-def _save_run(path, model, optimizer, scheduler, result, place, settings) -> None:
+def save_run(path, model, optimizer, scheduler, result, place, settings) -> None:
     """Save the run of :func:`~transformer_lab.training.loop.train` that ``result`` records;
     in a distributed run, rank 0 writes every rank's generators and all wait for the file."""
     states = [rng_state()]
@@ -320,7 +320,7 @@ def _save_run(path, model, optimizer, scheduler, result, place, settings) -> Non
         torch.distributed.barrier()  # nobody reads the file before it is complete
 
 
-def _resume_run(path, model, optimizer, scheduler, result, place, stream, settings) -> None:
+def resume_run(path, model, optimizer, scheduler, result, place, stream, settings) -> None:
     """Continue the run saved in ``path`` if ``settings`` are the saved run's: restore the
     weights, the optimizer, the schedule and ``result``, draw and skip the batches the
     saved run used, and restore this process's random generators."""

@@ -50,6 +50,7 @@ from transformer_lab.models.classifier import SequenceClassifier
 from transformer_lab.nn.pooling import mean_pool
 from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training.loop import TrainResult, to_device, train
+from transformer_lab.training.run import Run
 from transformer_lab.training.schedules import warmup_linear
 
 __all__ = [
@@ -286,29 +287,27 @@ def encode_features(
 def train_classifier(
     model: SequenceClassifier,
     data: ClassificationBatch,
+    run: Run,
     *,
-    steps: int,
     batch_size: int,
     lr: float,
     encoder_lr: float | None = None,
-    seed: int = 0,
     weight_decay: float = 0.01,
     warmup: float = 0.1,
-    progress: bool = False,
-    threads: int | None = None,
     eval_data: ClassificationBatch | None = None,
-    eval_every: int | None = None,
-    checkpoint=None,
-    checkpoint_every: int | None = None,
-    resume: bool = False,
 ) -> TrainResult:
-    """Train ``model`` on ``data`` for ``steps`` mini-batches with AdamW, the head at ``lr``
-    and the (unfrozen) encoder at ``encoder_lr``, warmup then linear decay, through
-    :func:`transformer_lab.training.loop.train`: its progress bar, its evaluation (the
-    accuracy on ``eval_data`` every ``eval_every`` steps and at the end, in ``.evals``) and
-    its checkpoints (``checkpoint``, ``checkpoint_every``, ``resume``)."""
+    """Train ``model`` on ``data`` for ``run.steps`` mini-batches with AdamW, the head at
+    ``lr`` and the (unfrozen) encoder at ``encoder_lr``, warmup then linear decay over
+    ``run.steps``, through :func:`transformer_lab.training.loop.train`. ``run.seed`` (0 when
+    None) seeds the batches and the loop; with ``run.eval_every``, the run records the
+    accuracy on ``eval_data`` (unless ``run.eval_fn`` measures something else) every
+    ``run.eval_every`` steps and at the end, in ``.evals``; ``run.checkpoint`` saves it."""
     instance_of(model, SequenceClassifier, "model")
-    steps, seed = positive_int(steps, "steps"), seed_int(seed)
+    instance_of(run, Run, "run", "a transformer_lab.training.run.Run")
+    if run.steps is None:
+        raise ValueError("train_classifier needs Run(steps=...): the length of its schedule")
+    steps = positive_int(run.steps, "run.steps")
+    seed = 0 if run.seed is None else run.seed
     batches = classification_batches(data, batch_size, seed)
     groups = model.parameter_groups(lr, encoder_lr)
     weight_decay = non_negative_number(weight_decay, "weight_decay")
@@ -316,26 +315,20 @@ def train_classifier(
     _decay_below_one(max(g["lr"] for g in groups), weight_decay)
     if eval_data is not None:
         _check_data(eval_data)
-    eval_fn = None if eval_data is None else (lambda m: classification_accuracy(m, eval_data))
+    accuracy = None if eval_data is None else (lambda m: classification_accuracy(m, eval_data))
     fused = next(model.parameters()).device.type in ("cpu", "cuda")
     optimizer = torch.optim.AdamW(groups, weight_decay=weight_decay, fused=fused)
+    desc = "fine-tuning" if len(groups) > 1 else "training the head"
+    settings = {"steps": steps, "warmup": warmup, "batch_size": int(batch_size)}
     return train(
         model,
         batches,
         classification_loss,
-        steps=steps,
+        run.for_recipe(desc=desc, eval_fn=accuracy, seed=seed).replace(
+            config=settings | (run.config or {})
+        ),
         optimizer=optimizer,
         lr_schedule=warmup_linear(steps, warmup),
-        seed=seed,
-        progress=progress,
-        desc="fine-tuning" if len(groups) > 1 else "training the head",
-        threads=threads,
-        eval_fn=eval_fn,
-        eval_every=eval_every,
-        checkpoint=checkpoint,
-        checkpoint_every=checkpoint_every,
-        resume=resume,
-        run_config={"steps": steps, "warmup": warmup, "batch_size": batch_size},
     )
 
 
@@ -386,10 +379,8 @@ def fit_probe(
         linear,
         [(z, labels)] * steps,
         lambda m, b: F.cross_entropy(m(b[0]), b[1]),
-        steps=steps,
+        run=Run(steps=steps, seed=seed),
         optimizer=optimizer,
-        seed=seed,
-        progress=False,
         grad_clip=None,
     )
     folded = nn.Linear(features.shape[1], n_classes, dtype=features.dtype)

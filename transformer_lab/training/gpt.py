@@ -1,5 +1,5 @@
 """The GPT training recipe: AdamW with decoupled weight decay (:func:`make_optimizer`), a
-warm-up and a cosine decay (:func:`~transformer_lab.training.schedules.lr_factor`), presets
+warm-up and a cosine decay (:func:`lr_factor`), presets
 sized for a CPU or a GPU (:data:`PRESETS`), and the held-out loss (:func:`evaluate_lm`).
 
 :func:`train_gpt` runs the recipe through the book's loop
@@ -20,7 +20,6 @@ from transformer_lab.checks import (
     finite_number,
     fraction,
     instance_of,
-    integer,
     is_int,
     positive,
     positive_int,
@@ -31,9 +30,18 @@ from transformer_lab.models.gpt import GPTConfig
 from transformer_lab.training.distributed import DistInfo, info, shard
 from transformer_lab.training.loop import TrainResult, train
 from transformer_lab.training.losses import lm_loss
-from transformer_lab.training.schedules import lr_factor
+from transformer_lab.training.run import Run
+from transformer_lab.training.schedules import warmup_decay
 
-__all__ = ["evaluate_lm", "TrainRecipe", "make_optimizer", "train_gpt", "PRESETS", "preset"]
+__all__ = [
+    "evaluate_lm",
+    "TrainRecipe",
+    "lr_factor",
+    "make_optimizer",
+    "train_gpt",
+    "PRESETS",
+    "preset",
+]
 
 
 @torch.no_grad()
@@ -96,6 +104,15 @@ class TrainRecipe:
         positive(self.grad_clip, "grad_clip")
 
 
+def lr_factor(step: int, recipe: TrainRecipe) -> float:
+    """Multiplier of the peak learning rate at ``step`` (0-based) in the GPT recipe: a linear
+    warm-up over ``recipe.warmup`` steps, then a half cosine from 1 down to
+    ``recipe.min_lr_ratio`` on the last step."""
+    instance_of(recipe, TrainRecipe, "recipe")
+    end = max(recipe.steps - 1, recipe.warmup)  # a warm-up over the whole run never decays
+    return warmup_decay(recipe.warmup, recipe.warmup, end, floor=recipe.min_lr_ratio)(step)
+
+
 def make_optimizer(model: nn.Module, recipe: TrainRecipe) -> torch.optim.Optimizer:
     """AdamW with weight decay on the weight matrices (and embeddings), none on biases and
     layer norm parameters (Loshchilov & Hutter 2019)."""
@@ -119,34 +136,26 @@ def train_gpt(
     model: nn.Module,
     train_ids: torch.Tensor,
     recipe: TrainRecipe,
+    run: Run | None = None,
     *,
     n_ctx: int | None = None,
-    seed: int = 0,
-    device=None,
-    eval_fn=None,
-    eval_every: int | None = None,
-    progress: bool = False,
-    checkpoint=None,
-    checkpoint_every: int | None = None,
-    resume: bool = False,
     loss_fn=None,
-    until: int | None = None,
-    run_config: dict | None = None,
 ) -> TrainResult:
     """Train ``model`` (any module mapping ids ``[batch, pos]`` to logits) on random windows
     of ``n_ctx`` tokens of ``train_ids`` (default ``model.config.n_ctx``) with ``recipe``;
     returns its :class:`~transformer_lab.training.loop.TrainResult`.
 
-    The batches come from a generator seeded with ``seed``, so a run is reproducible.
-    ``checkpoint``, ``checkpoint_every`` and ``resume`` save and continue the run (see
-    :func:`transformer_lab.training.loop.train`); ``loss_fn`` replaces :func:`lm_loss` (for
-    example with one that runs under autocast). ``until`` stops the run after that step
-    (the schedule still spans ``recipe.steps``), to continue it later with ``resume``.
+    ``run`` (a :class:`~transformer_lab.training.run.Run`, default ``Run()``) says where
+    this call stops, where it runs and what it records. ``run.seed`` (0 when None) seeds
+    the generator the batches come from and dropout's, so a run is reproducible.
+    ``run.steps`` stops the run after that step (default ``recipe.steps``; the schedule
+    still spans ``recipe.steps``), to continue it later with ``run.resume``. ``loss_fn``
+    replaces :func:`lm_loss` (for example with one that runs under autocast).
 
-    A checkpoint records the recipe, ``seed``, ``n_ctx``, the number and a digest of the
-    training tokens, and ``run_config`` (the caller's further settings); a resume with any
-    of them changed is refused, naming each change. ``until`` may change: it says where this
-    call stops. More ``recipe.steps`` is a change of the schedule, hence another run.
+    A checkpoint records the recipe, the seed, ``n_ctx``, the number and a digest of the
+    training tokens, and ``run.config`` (the caller's further settings); a resume with any
+    of them changed is refused, naming each change. ``run.steps`` may change: it says where
+    this call stops. More ``recipe.steps`` is a change of the schedule, hence another run.
 
     Launched by torchrun (after :func:`transformer_lab.training.distributed.setup`), every process
     draws the same global batches of ``recipe.batch_size`` windows and trains on its own
@@ -154,15 +163,18 @@ def train_gpt(
     examples that one process sees, in the same order, and take the same steps. Dropout
     draws from a generator seeded with ``seed + rank``.
     """
-    n_ctx, place = _check_gpt_run(model, train_ids, recipe, n_ctx, seed, until)
-    if run_config is not None:
-        instance_of(run_config, dict, "run_config", "a dict of plain values")
+    run = Run() if run is None else run
+    instance_of(run, Run, "run", "a transformer_lab.training.run.Run")
+    seed = 0 if run.seed is None else run.seed
+    n_ctx, place = _check_gpt_run(model, train_ids, recipe, n_ctx)
     batches = _windows(train_ids, recipe.batch_size, n_ctx, seed, place)
     settings = None  # what the checkpoint records and a resume must match
-    if checkpoint is not None:
-        settings = _settings(recipe, seed, n_ctx, train_ids) | (run_config or {})
-    # dropout draws from the global generators: seed them for this run only, and give the
-    # caller's random state back afterwards
+    if run.checkpoint is not None:
+        settings = _settings(recipe, seed, n_ctx, train_ids) | (run.config or {})
+    # dropout draws from the global generators: seed them for this run only (seed + rank,
+    # which the loop's own seeding would overwrite, so it gets none), and give the caller's
+    # random state back afterwards
+    loop_run = run.replace(steps=run.stop_in(recipe.steps), seed=None, config=settings)
     cuda = [torch.cuda.current_device()] if torch.cuda.is_initialized() else []
     with torch.random.fork_rng(devices=cuda):
         torch.manual_seed(seed + place.rank)
@@ -170,34 +182,23 @@ def train_gpt(
             model,
             batches,
             lm_loss if loss_fn is None else loss_fn,
-            steps=recipe.steps if until is None else until,
+            loop_run,
             optimizer=_adamw(model, recipe),
             lr_schedule=lambda step: lr_factor(step, recipe),
             grad_clip=recipe.grad_clip,
-            device=device,
-            progress=progress,
-            eval_fn=eval_fn,
-            eval_every=eval_every,
-            checkpoint=checkpoint,
-            checkpoint_every=checkpoint_every,
-            resume=resume,
-            run_config=settings,
         )
 
 
-def _check_gpt_run(model, train_ids, recipe, n_ctx, seed, until) -> tuple[int, DistInfo]:
+def _check_gpt_run(model, train_ids, recipe, n_ctx) -> tuple[int, DistInfo]:
     """What :func:`train_gpt` adds to the checks of :func:`train`: the token ids and the
-    window length, the recipe, the seed, ``until``, and a global batch that splits evenly
+    window length, the recipe, and a global batch that splits evenly
     over the processes. Returns the window length and this process's place."""
     n_ctx = _check_lm_args(model, train_ids, n_ctx, "train_ids")
     instance_of(recipe, TrainRecipe, "recipe")
-    integer(seed, "seed")
     if len(train_ids) <= n_ctx:
         raise ValueError(
             f"train_ids has {len(train_ids)} tokens; windows of n_ctx={n_ctx} need more"
         )
-    if until is not None and (not is_int(until) or not 0 < until <= recipe.steps):
-        raise ValueError(f"until must be an int in [1, recipe.steps={recipe.steps}], got {until!r}")
     place = info()
     if recipe.batch_size % place.world_size:
         raise ValueError(

@@ -5,29 +5,32 @@ for a scalar loss, steps the optimizer and records the loss::
 
     from transformer_lab.training.loop import train
     from transformer_lab.training.losses import seq2seq_loss
+    from transformer_lab.training.run import Run
 
     result = train(model, data.batches("train", 64, seed=0), seq2seq_loss,
-                   steps=400, lr=5e-3, seed=0)
+                   Run(steps=400, seed=0), lr=5e-3)
     result.losses          # training loss at every step
     result.seconds         # wall time of the loop
 
-It stops after ``steps`` steps, after ``seconds`` seconds of training, or when the batches
-run out, whichever comes first. A fixed number of steps with fixed seeds gives the same
-losses on every run on the same machine; a time budget gives as many steps as the machine
-manages, which is handy on a slow or busy computer but not reproducible.
+The :class:`~transformer_lab.training.run.Run` holds everything about the run that is not
+the model, the data or the optimization. The loop stops after ``run.steps`` steps, after
+``run.seconds`` seconds of training, or when the batches run out, whichever comes first. A
+fixed number of steps with fixed seeds gives the same losses on every run on the same
+machine; a time budget gives as many steps as the machine manages, which is handy on a slow
+or busy computer but not reproducible.
 
 Batches go to the device with ``batch.to(device)`` when they have that method (tensors,
 the data sets' ``Batch``), or element by element for tuples, lists and dicts.
 
-Saving and resuming: with ``checkpoint=path`` the run is saved every ``checkpoint_every``
-steps, if given, and when the loop ends; ``resume=True`` continues it exactly (see
-:mod:`transformer_lab.training.checkpoint`). The checkpoint's folder is checked for
+Saving and resuming: with ``Run(checkpoint=path)`` the run is saved every
+``checkpoint_every`` steps, if given, and when the loop ends; ``resume=True`` continues it
+exactly (see :mod:`transformer_lab.training.checkpoint`). The checkpoint's folder is checked for
 writing before the first step, so an unwritable path costs no training. The checkpoint
 records the run's settings (model, optimizer, loss, seed, clipping, schedule, processes,
-and a recipe's ``run_config``); a resume with other settings is refused with a message
+and the run's ``config``); a resume with other settings is refused with a message
 naming each one that changed. ``steps`` and ``seconds`` say where this call stops, not what
 the run is: a resume may go on for more steps (a schedule whose length matters belongs in
-``run_config``, as :func:`~transformer_lab.training.gpt.train_gpt` puts its recipe there).
+the run's ``config``, as :func:`~transformer_lab.training.gpt.train_gpt` puts its recipe there).
 
 Several processes: launched by torchrun (see :mod:`transformer_lab.training.distributed`,
 whose ``setup`` must have joined the process group), every process runs this same loop on
@@ -52,17 +55,15 @@ from torch.optim.lr_scheduler import LambdaLR
 from transformer_lab.checks import (
     finite_number,
     instance_of,
-    is_int,
-    non_negative_int,
-    positive,
     positive_int,
     positive_number,
 )
 from transformer_lab.data.cache import check_writable
 from transformer_lab.device import check_device, evaluating, num_threads, seed_everything
 from transformer_lab.training import distributed
-from transformer_lab.training.checkpoint import _check_plain, _resume_run, _run_settings, _save_run
+from transformer_lab.training.checkpoint import resume_run, run_settings, save_run
 from transformer_lab.training.losses import seq2seq_loss
+from transformer_lab.training.run import Run
 
 __all__ = ["TrainResult", "to_device", "train", "evaluate"]
 
@@ -114,81 +115,53 @@ def train(
     model: nn.Module,
     batches: Iterable,
     loss_fn: Callable[[nn.Module, object], torch.Tensor] = seq2seq_loss,
+    run: Run | None = None,
     *,
-    steps: int | None = None,
-    seconds: float | None = None,
     lr: float = 1e-3,
     optimizer: torch.optim.Optimizer | None = None,
     lr_schedule: Callable[[int], float] | None = None,
     grad_clip: float | None = 1.0,
-    device: torch.device | str | None = None,
-    seed: int | None = None,
-    progress: bool = True,
-    desc: str = "training",
-    eval_fn: Callable[[nn.Module], float] | None = None,
-    eval_every: int | None = None,
-    threads: int | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    checkpoint_every: int | None = None,
-    resume: bool = False,
-    run_config: dict | None = None,
 ) -> TrainResult:
     """Train ``model`` on ``batches`` and return the loss history.
 
     Args:
         model: any ``nn.Module``; put in train mode during the loop and left in eval mode.
-        batches: an iterable of batches; an endless one needs ``steps`` or ``seconds``.
+        batches: an iterable of batches; an endless one needs ``run.steps`` or
+            ``run.seconds``.
         loss_fn: ``loss_fn(model, batch)`` -> scalar loss (default :func:`seq2seq_loss`).
-        steps: stop after this many optimizer steps.
-        seconds: stop once this much wall time has passed (checked after every step).
+        run: where the loop stops, its seed, device and threads, its progress line, its
+            evaluations and checkpoints (:class:`~transformer_lab.training.run.Run`; the
+            default ``Run()`` goes through the batches once, quietly).
         lr: learning rate of the default optimizer, Adam.
         optimizer: use this optimizer instead (``lr`` is then ignored).
         lr_schedule: ``step -> factor`` multiplying the learning rate (``LambdaLR``; see
             :mod:`transformer_lab.training.schedules`).
         grad_clip: clip the gradient norm to this value; None turns clipping off.
-        device: move the model and batches here; None keeps the model's device.
-        seed: seed every generator first (dropout, shuffles drawn inside the loop).
-            The model's initial weights come from the seed set before it was built.
-        progress: show one progress line (tqdm on stderr, updated in place in a notebook);
-            False for tests.
-        desc: the progress bar's label.
-        eval_fn: ``eval_fn(model) -> float`` run every ``eval_every`` steps and at the
-            end (under ``torch.no_grad`` and in eval mode); results in ``.evals``.
-        eval_every: how often to run ``eval_fn``.
-        threads: CPU threads for the loop (see :func:`num_threads`); None keeps the
-            current setting.
-        checkpoint: a file to save the run in, every ``checkpoint_every`` steps and at the end.
-        checkpoint_every: how often to save.
-        resume: continue the run saved in ``checkpoint``, which must have been saved with
-            the same settings (see the module's docstring).
-        run_config: further plain values that determine the run (a recipe, the data's
-            name...); saved in the checkpoint and compared on resume.
     """
-    _check_train_args(
-        model, batches, loss_fn, steps=steps, seconds=seconds, lr=lr, grad_clip=grad_clip,
-        eval_fn=eval_fn, eval_every=eval_every, checkpoint=checkpoint,
-        checkpoint_every=checkpoint_every, resume=resume, run_config=run_config,
-    )  # fmt: skip
-    with num_threads(threads):
-        if seed is not None:
-            seed_everything(seed)
+    run = Run() if run is None else run
+    _check_train_args(model, batches, loss_fn, run, lr=lr, grad_clip=grad_clip, optimizer=optimizer)
+    with num_threads(run.threads):
+        if run.seed is not None:
+            seed_everything(run.seed)
         place = distributed.info()
-        device = _place_model(model, device, place)
+        device = _place_model(model, run.device, place)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr) if optimizer is None else optimizer
-        settings = _run_settings(
-            model, optimizer, loss_fn, seed=seed, grad_clip=grad_clip, schedule=bool(lr_schedule),
-            world_size=place.world_size, extra=run_config,
-        ) if checkpoint is not None else None  # fmt: skip
+        settings = run_settings(
+            model, optimizer, loss_fn, seed=run.seed, grad_clip=grad_clip,
+            schedule=bool(lr_schedule), world_size=place.world_size, extra=run.config,
+        ) if run.checkpoint is not None else None  # fmt: skip
         scheduler = LambdaLR(optimizer, lr_schedule) if lr_schedule else None
         step_fn = _loss_step(model, loss_fn, device, place)  # DDP-wrapped on several processes
         result, stream = TrainResult(), iter(batches)
-        if resume:
-            _resume_run(checkpoint, model, optimizer, scheduler, result, place, stream, settings)
-        bar = _progress_bar(steps, desc, result.steps) if progress and place.is_main else None
+        saving = (run.checkpoint, model, optimizer, scheduler, result, place)
+        if run.resume:
+            resume_run(*saving, stream, settings)
+        show = run.progress and place.is_main
+        bar = _progress_bar(run.steps, run.desc, result.steps) if show else None
         start = time.perf_counter()
         model.train()
         try:
-            for batch, clocks in _batches(stream, steps, device, place, result):
+            for batch, clocks in _batches(stream, run.steps, device, place, result):
                 loss = _scalar(step_fn(batch))  # forward pass and loss
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
@@ -197,12 +170,12 @@ def train(
                 optimizer.step()
                 if scheduler is not None:
                     scheduler.step()
-                out_of_time = seconds is not None and time.perf_counter() - start >= seconds
+                out_of_time = run.seconds is not None and time.perf_counter() - start >= run.seconds
                 out_of_time = _record(result, loss, out_of_time, clocks, place, bar)
-                if eval_every and result.steps % eval_every == 0 and place.is_main:
-                    result.evals.append((result.steps, _run_eval(model, eval_fn)))
-                if checkpoint_every and result.steps % checkpoint_every == 0:
-                    _save_run(checkpoint, model, optimizer, scheduler, result, place, settings)
+                if run.eval_every and result.steps % run.eval_every == 0 and place.is_main:
+                    result.evals.append((result.steps, _run_eval(model, run.eval_fn)))
+                if run.checkpoint_every and result.steps % run.checkpoint_every == 0:
+                    save_run(*saving, settings)
                 if out_of_time:
                     result.stopped_by = "seconds"
                     break
@@ -211,61 +184,36 @@ def train(
                 bar.close()
             model.eval()
         evaluated = result.evals and result.evals[-1][0] == result.steps
-        if eval_fn is not None and place.is_main and not evaluated:
-            result.evals.append((result.steps, _run_eval(model, eval_fn)))
-        saved = checkpoint_every and result.steps % checkpoint_every == 0
-        if checkpoint is not None and not saved:
-            _save_run(checkpoint, model, optimizer, scheduler, result, place, settings)
+        if run.eval_fn is not None and place.is_main and not evaluated:
+            result.evals.append((result.steps, _run_eval(model, run.eval_fn)))
+        saved = run.checkpoint_every and result.steps % run.checkpoint_every == 0
+        if run.checkpoint is not None and not saved:
+            save_run(*saving, settings)
         result.seconds = time.perf_counter() - start
         return result
 
 
-def _check_train_args(
-    model,
-    batches,
-    loss_fn,
-    *,
-    steps,
-    seconds,
-    lr,
-    grad_clip,
-    eval_fn,
-    eval_every,
-    checkpoint,
-    checkpoint_every,
-    resume,
-    run_config,
-) -> None:
-    """The checks of :func:`train`'s arguments, each alone and how they go together."""
+def _check_train_args(model, batches, loss_fn, run, *, lr, grad_clip, optimizer) -> None:
+    """The checks of :func:`train`'s arguments, and of its ``run`` with them (the run's
+    own settings were checked when it was made)."""
     _check_model_and_loss(model, loss_fn)
     instance_of(batches, Iterable, "batches", "an iterable of batches")
-    if steps is None and seconds is None and not hasattr(batches, "__len__"):
-        raise ValueError("an endless stream of batches needs steps= or seconds= to stop")
-    if steps is not None:
-        non_negative_int(steps, "steps")
-    if seconds is not None:
-        positive(seconds, "seconds")
+    instance_of(run, Run, "run", "a transformer_lab.training.run.Run")
+    if run.steps is None and run.seconds is None and not hasattr(batches, "__len__"):
+        raise ValueError("an endless stream of batches needs Run(steps=...) or Run(seconds=...)")
+    if run.eval_every is not None and run.eval_fn is None:
+        raise ValueError("eval_every needs an eval_fn: Run(eval_fn=..., eval_every=...)")
     finite_number(lr, "lr", above=0)
+    if optimizer is None and lr > torch.finfo(torch.float32).max:  # Adam steps float32 weights
+        raise ValueError(f"lr must be below float32's largest value (3.4e38), got {lr}")
     if grad_clip is not None:
         positive_number(grad_clip, "grad_clip")
-    if eval_every is not None and (eval_fn is None or not is_int(eval_every) or eval_every <= 0):
-        raise ValueError("eval_every needs an eval_fn and must be positive")
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("the model has no trainable parameters")
-    if checkpoint is not None:
-        instance_of(checkpoint, (str, os.PathLike), "checkpoint", "a file path")
-    every = checkpoint_every
-    if every is not None and (checkpoint is None or not is_int(every) or every <= 0):
-        raise ValueError("checkpoint_every needs a checkpoint path and must be a positive int")
-    if resume and checkpoint is None:
-        raise ValueError("resume=True needs the checkpoint path to resume from")
-    if run_config is not None:
-        instance_of(run_config, dict, "run_config", "a dict of plain values")
-        _check_plain(run_config, "run_config")
-    if checkpoint is not None:  # before any step: an unwritable path costs no training
-        if os.path.isdir(checkpoint):
-            raise ValueError(f"checkpoint must be a file path, got the folder {checkpoint}")
-        check_writable(os.path.dirname(os.fspath(checkpoint)) or ".")
+    if run.checkpoint is not None:  # before any step: an unwritable path costs no training
+        if os.path.isdir(run.checkpoint):
+            raise ValueError(f"checkpoint must be a file path, got the folder {run.checkpoint}")
+        check_writable(os.path.dirname(os.fspath(run.checkpoint)) or ".")
 
 
 def _check_model_and_loss(model, loss_fn) -> None:

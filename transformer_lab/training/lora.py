@@ -17,7 +17,7 @@ not taught to write prompts. Only the adapters' ``A`` and ``B`` reach the optimi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -26,6 +26,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from transformer_lab.checks import (
+    IGNORE_INDEX,
     fraction,
     instance_of,
     non_negative_number,
@@ -38,10 +39,10 @@ from transformer_lab.checks import (
 from transformer_lab.device import evaluating
 from transformer_lab.nn.lora import lora_modules, lora_parameters
 from transformer_lab.training.loop import TrainResult, to_device, train
+from transformer_lab.training.run import Run
 from transformer_lab.training.schedules import warmup_linear
 
 __all__ = [
-    "IGNORE",
     "AnswerBatch",
     "answer_batch",
     "answer_batches",
@@ -51,8 +52,6 @@ __all__ = [
     "train_lora",
 ]
 
-IGNORE = -100  # a target that the loss skips (the prompt's tokens, padding)
-
 
 @dataclass
 class AnswerBatch:
@@ -60,7 +59,9 @@ class AnswerBatch:
 
     input_ids: torch.Tensor  # [batch, pos] prompt then answer tokens, then padding
     attention_mask: torch.Tensor  # [batch, pos] 1 = real token, 0 = padding
-    targets: torch.Tensor  # [batch, pos] the token itself at answer positions, IGNORE elsewhere
+    targets: (
+        torch.Tensor
+    )  # [batch, pos] the token itself at answer positions, IGNORE_INDEX elsewhere
 
     def __post_init__(self):
         ids = token_ids(self.input_ids, "input_ids")
@@ -117,7 +118,7 @@ def answer_batch(tokenizer, prompts: Sequence[str], answers: Sequence[str]) -> A
     width = max(len(p) + len(a) for p, a in pairs)
     ids = torch.zeros(len(pairs), width, dtype=torch.long)
     mask = torch.zeros(len(pairs), width, dtype=torch.long)
-    targets = torch.full((len(pairs), width), IGNORE, dtype=torch.long)
+    targets = torch.full((len(pairs), width), IGNORE_INDEX, dtype=torch.long)
     for row, (p, a) in enumerate(pairs):
         ids[row, : len(p) + len(a)] = torch.tensor(p + a)
         mask[row, : len(p) + len(a)] = 1
@@ -144,14 +145,16 @@ def answer_batches(data: AnswerBatch, batch_size: int, seed: int) -> Iterator[An
 
 def answer_loss(model: nn.Module, batch: AnswerBatch) -> torch.Tensor:
     """Mean cross-entropy of the answer tokens: position ``t``'s logits predict token
-    ``t + 1``, and only targets that are not ``IGNORE`` count."""
+    ``t + 1``, and only targets that are not ``IGNORE_INDEX`` count."""
     instance_of(model, nn.Module, "model", "an nn.Module (a decoder)")
     instance_of(batch, AnswerBatch, "batch")
     logits = model(batch.input_ids, attention_mask=batch.attention_mask)  # [batch, pos, d_vocab]
     targets = batch.targets[:, 1:]  # [batch, pos - 1]
-    if not bool((targets != IGNORE).any()):
+    if not bool((targets != IGNORE_INDEX).any()):
         raise ValueError("the batch has no answer tokens to score")
-    return F.cross_entropy(logits[:, :-1].flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
+    return F.cross_entropy(
+        logits[:, :-1].flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX
+    )
 
 
 def _left_padded(rows: list[list[int]], device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -245,33 +248,33 @@ def exact_match(predictions: Sequence[str], references: Sequence[str]) -> float:
 def train_lora(
     model: nn.Module,
     data: AnswerBatch,
+    run: Run,
     *,
-    steps: int,
     batch_size: int = 8,
     lr: float = 2e-3,
     weight_decay: float = 0.0,
     warmup: float = 0.1,
-    seed: int = 0,
-    eval_fn: Callable[[nn.Module], float] | None = None,
-    eval_every: int | None = None,
-    progress: bool = False,
-    threads: int | None = None,
-    desc: str = "LoRA",
     schedule_steps: int | None = None,
 ) -> TrainResult:
     """Train the LoRA adapters of ``model`` (added by :func:`~transformer_lab.nn.lora.add_lora`)
-    on ``data`` for ``steps`` mini-batches of :func:`answer_loss`: AdamW on the adapters'
-    ``A`` and ``B`` only, warmup then linear decay, through
-    :func:`transformer_lab.training.loop.train` (progress bar, evaluations).
+    on ``data`` for ``run.steps`` mini-batches of :func:`answer_loss`: AdamW on the
+    adapters' ``A`` and ``B`` only, warmup then linear decay, through
+    :func:`transformer_lab.training.loop.train`. ``run.seed`` (0 when None) seeds the
+    batches and the loop.
 
-    ``schedule_steps`` (default ``steps``) is the length of the learning-rate schedule: with
-    ``steps`` smaller, the run is exactly the first ``steps`` steps of the longer one."""
+    ``schedule_steps`` (default ``run.steps``) is the length of the learning-rate schedule:
+    with ``run.steps`` smaller, the run is exactly the first ``run.steps`` steps of the
+    longer one."""
     instance_of(model, nn.Module, "model", "an nn.Module with LoRA adapters")
     params = lora_parameters(model)
     if not params:
         raise ValueError("model has no LoRA adapters: add_lora(model, targets) first")
     instance_of(data, AnswerBatch, "data")
-    steps, seed = positive_int(steps, "steps"), seed_int(seed)
+    instance_of(run, Run, "run", "a transformer_lab.training.run.Run")
+    if run.steps is None:
+        raise ValueError("train_lora needs Run(steps=...)")
+    steps = positive_int(run.steps, "run.steps")
+    seed = 0 if run.seed is None else run.seed
     lr = positive_number(lr, "lr")
     weight_decay = non_negative_number(weight_decay, "weight_decay")
     warmup = fraction(warmup, "warmup", closed=False)
@@ -279,7 +282,7 @@ def train_lora(
         steps if schedule_steps is None else positive_int(schedule_steps, "schedule_steps")
     )
     if schedule_steps < steps:
-        raise ValueError(f"schedule_steps must be >= steps={steps}, got {schedule_steps}")
+        raise ValueError(f"schedule_steps must be >= run.steps={steps}, got {schedule_steps}")
     if next(lora_modules(model))[1].merged:
         raise ValueError("the adapters are merged: unmerge_lora(model) before training")
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
@@ -287,13 +290,7 @@ def train_lora(
         model,
         answer_batches(data, batch_size, seed),
         answer_loss,
-        steps=steps,
+        run.for_recipe(desc="LoRA", seed=seed),
         optimizer=optimizer,
         lr_schedule=warmup_linear(schedule_steps, warmup),
-        seed=seed,
-        progress=progress,
-        desc=desc,
-        eval_fn=eval_fn,
-        eval_every=eval_every,
-        threads=threads,
     )

@@ -9,7 +9,7 @@ flat end (a plateau) can be checked, not assumed::
 
     task = RecallTask()
     model = new_model("gru", task)
-    run = train_recall(model, task, n_pairs=16, steps=600, lr=3e-3, seed=0)
+    run = train_recall(model, task, 16, Run(steps=600, seed=0), lr=3e-3)
     recall_accuracy(model, task.split("test", 16))
 """
 
@@ -20,10 +20,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_lab.checks import instance_of, one_of, positive_int, positive_number
-from transformer_lab.data.recall import IGNORE, RecallBatch, RecallTask
+from transformer_lab.data.recall import IGNORE_INDEX, RecallBatch, RecallTask
 from transformer_lab.device import evaluating, seed_everything
 from transformer_lab.models.recall import KINDS, RecallConfig, RecallLM, matched_width
 from transformer_lab.training.loop import TrainResult, train
+from transformer_lab.training.run import Run
 
 __all__ = [
     "recall_loss",
@@ -41,7 +42,7 @@ def recall_loss(model: nn.Module, batch: RecallBatch) -> torch.Tensor:
     """Cross-entropy of the answers at the look-ups (every other position has no label)."""
     instance_of(batch, RecallBatch, "batch")
     logits = model(batch.keys, batch.values)  # [batch, pos, n_values]
-    return F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten(), ignore_index=IGNORE)
+    return F.cross_entropy(logits.flatten(0, 1), batch.targets.flatten(), ignore_index=IGNORE_INDEX)
 
 
 def recall_accuracy(model: nn.Module, batch: RecallBatch) -> float:
@@ -49,7 +50,7 @@ def recall_accuracy(model: nn.Module, batch: RecallBatch) -> float:
     instance_of(batch, RecallBatch, "batch")
     with evaluating(model), torch.no_grad():
         logits = model(batch.keys, batch.values)  # [batch, pos, n_values]
-    asked = batch.targets != IGNORE
+    asked = batch.targets != IGNORE_INDEX
     return float((logits[asked].argmax(-1) == batch.targets[asked]).float().mean())
 
 
@@ -74,34 +75,36 @@ def train_recall(
     model: RecallLM,
     task: RecallTask,
     n_pairs: int,
+    run: Run,
     *,
-    steps: int,
     lr: float,
     batch_size: int = 64,
-    seed: int = 0,
     evals: int = 5,
-    progress: bool = False,
 ) -> TrainResult:
-    """Train ``model`` on ``steps`` batches of the training stream ``seed`` at a constant
-    ``lr``; ``result.evals`` holds ``(step, validation accuracy)`` ``evals`` times, the last
-    at the end; ``result.seconds`` the wall time."""
+    """Train ``model`` on ``run.steps`` batches of the training stream ``run.seed`` (0 when
+    None) at a constant ``lr``; ``result.evals`` holds ``(step, validation accuracy)``
+    ``evals`` times, the last at the end; ``result.seconds`` the wall time."""
     instance_of(model, RecallLM, "model")
     instance_of(task, RecallTask, "task")
-    positive_int(steps, "steps")
+    instance_of(run, Run, "run", "a transformer_lab.training.run.Run")
+    if run.steps is None:
+        raise ValueError("train_recall needs Run(steps=...)")
+    steps = positive_int(run.steps, "run.steps")
     positive_int(evals, "evals")
+    seed = 0 if run.seed is None else run.seed
     validation = task.split("validation", n_pairs, seed=seed)
+    measure = run.replace(eval_every=run.eval_every or max(1, steps // evals))
     return train(
         model,
         task.batches(n_pairs, batch_size, seed=seed),
         recall_loss,
-        steps=steps,
+        measure.for_recipe(
+            desc=f"{model.config.kind}, {n_pairs} pairs",
+            eval_fn=lambda m: recall_accuracy(m, validation),
+            seed=seed,
+        ),
         lr=lr,
         grad_clip=1.0,
-        seed=seed,
-        progress=progress,
-        desc=f"{model.config.kind}, {n_pairs} pairs",
-        eval_fn=lambda m: recall_accuracy(m, validation),
-        eval_every=max(1, steps // evals),
     )
 
 
@@ -127,7 +130,7 @@ def choose_lr(
     scores = {}
     for lr in lrs:
         model = new_model(kind, task, seed=seed)
-        run = train_recall(model, task, n_pairs, steps=steps, lr=lr, seed=seed,
+        run = train_recall(model, task, n_pairs, Run(steps=steps, seed=seed), lr=lr,
                            batch_size=batch_size)  # fmt: skip
         scores[lr] = run.evals[-1][1]
     best = max(sorted(scores), key=lambda lr: scores[lr])  # max keeps the first of a tie

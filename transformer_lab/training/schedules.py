@@ -14,8 +14,8 @@ The warm-up keeps the first steps small while Adam's moment estimates are still 
 decay lets the last steps settle into a minimum instead of bouncing around it. The three
 schedules the book trains with differ only in where the decay starts and ends:
 
-- :func:`lr_factor`, the GPT recipe's (chapter 13, nanoGPT's): the cosine starts when the
-  warm-up ends and reaches ``recipe.min_lr_ratio`` on the last step;
+- :func:`~transformer_lab.training.gpt.lr_factor`, the GPT recipe's (chapter 13, nanoGPT's):
+  the cosine starts when the warm-up ends and reaches ``recipe.min_lr_ratio`` on the last step;
 - :func:`warmup_linear`, BERT's fine-tuning schedule (chapter 15): a linear decay from the
   end of the warm-up to zero after the last step;
 - :func:`warmup_cosine`, the tiny BERT's pretraining: the cosine spans the whole run,
@@ -35,24 +35,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from transformer_lab.checks import (
     fraction,
-    instance_of,
     int_at_least,
     non_negative_int,
     one_of,
     positive_int,
 )
 
-if TYPE_CHECKING:
-    from transformer_lab.training.gpt import TrainRecipe
-
 __all__ = [
     "DECAYS",
     "warmup_decay",
-    "lr_factor",
     "warmup_linear",
     "warmup_cosine",
     "warmup_inverse_sqrt",
@@ -92,17 +86,6 @@ def warmup_decay(
         return ramp * (floor + (1 - floor) * left)
 
     return factor
-
-
-def lr_factor(step: int, recipe: TrainRecipe) -> float:
-    """Multiplier of the peak learning rate at ``step`` (0-based) in the GPT recipe: a linear
-    warm-up over ``recipe.warmup`` steps, then a half cosine from 1 down to
-    ``recipe.min_lr_ratio`` on the last step."""
-    from transformer_lab.training.gpt import TrainRecipe  # training.gpt imports this module
-
-    instance_of(recipe, TrainRecipe, "recipe")
-    end = max(recipe.steps - 1, recipe.warmup)  # a warm-up over the whole run never decays
-    return warmup_decay(recipe.warmup, recipe.warmup, end, floor=recipe.min_lr_ratio)(step)
 
 
 def warmup_linear(steps: int, warmup: float = 0.1) -> Callable[[int], float]:

@@ -15,14 +15,14 @@ even by the tokenizer, whose vocabulary is learned from the training plays only.
 :func:`pretrain_tiny_bert` runs a :class:`TinyBertRecipe` with a fixed seed on one CPU
 thread. The training pairs are drawn in chunks of ``chunk_steps`` steps from one seeded
 generator, so the first steps of a run do not depend on how many steps follow; a short
-prefix of the shipped run can be repeated and checked (``stop_after``).
+prefix of the shipped run can be repeated and checked (``Run(steps=...)``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -31,9 +31,9 @@ from transformer_lab.checks import (
     instance_of,
     int_at_least,
     integer,
-    is_int,
     positive,
     positive_int,
+    require,
 )
 from transformer_lab.data import shakespeare
 from transformer_lab.data.mlm import (
@@ -44,8 +44,9 @@ from transformer_lab.data.mlm import (
 )
 from transformer_lab.device import evaluating
 from transformer_lab.models.bert import BertConfig, BertForPreTraining
-from transformer_lab.pretrained.tokenizers import SPECIAL_TOKENS, WordPieceTokenizer, _require
+from transformer_lab.pretrained.tokenizers import SPECIAL_TOKENS, WordPieceTokenizer
 from transformer_lab.training.loop import TrainResult, train
+from transformer_lab.training.run import Run
 from transformer_lab.training.schedules import warmup_cosine
 
 __all__ = [
@@ -59,7 +60,7 @@ __all__ = [
 ]
 
 
-def _check_recipe_fields(recipe) -> None:
+def check_recipe_fields(recipe) -> None:
     """Check a pretraining recipe (a dataclass): every ``int`` field at least 1 (``seed`` at
     least 0), every other field a positive number, and ``d_model`` divisible by
     ``n_heads``."""
@@ -97,7 +98,7 @@ class TinyBertRecipe:
     chunk_steps: int = 50  # training pairs are drawn this many steps at a time
 
     def __post_init__(self):
-        _check_recipe_fields(self)
+        check_recipe_fields(self)
         if self.max_len < 5:
             raise ValueError(f"max_len must leave room for 3 special tokens, got {self.max_len}")
 
@@ -167,7 +168,7 @@ def _flat(ids: list[list[list[int]]]) -> list[int]:
 
 def _renumbered(tok: WordPieceTokenizer, counts: torch.Tensor) -> WordPieceTokenizer:
     """The same tokenizer with the special tokens first, then the others by falling count."""
-    tk = _require("tokenizers", "tokenizers")
+    tk = require("tokenizers", "tokenizers")
     vocab = tok.backend.get_vocab()
     specials = list(SPECIAL_TOKENS)
     rest = sorted(
@@ -289,26 +290,24 @@ def _batches(recipe: TinyBertRecipe, corpus: ShakespeareCorpus) -> Iterator[Pret
 
 def pretrain_tiny_bert(
     recipe: TinyBertRecipe | None = None,
-    *,
-    stop_after: int | None = None,
-    progress: bool = False,
-    eval_every: int | None = None,
-    eval_fn: Callable[[BertForPreTraining], float] | None = None,
-    device: str | torch.device = "cpu",
+    run: Run | None = None,
 ) -> tuple[BertForPreTraining, TrainResult]:
     """Pretrain a BERT on the training plays with ``recipe``, on one CPU thread by default.
 
-    ``stop_after`` stops after that many steps of the same run (the learning-rate schedule
+    ``run.steps`` stops after that many steps of the same run (the learning-rate schedule
     still spans ``recipe.steps``), so its first steps equal those of the full run.
-    ``eval_every`` records :func:`masked_lm_report`'s word accuracy on the held-out batch,
-    or ``eval_fn(model)`` when one is given. ``device`` (``"cuda"`` for a GPU) changes where
-    the steps run, not the batches: they are drawn on the CPU from the same generator.
+    ``run.eval_every`` records :func:`masked_lm_report`'s word accuracy on the held-out
+    batch, or ``run.eval_fn(model)`` when one is given. ``run.device`` (``"cuda"`` for a
+    GPU) changes where the steps run, not the batches: they are drawn on the CPU from the
+    same generator. The recipe's seed decides the run: ``run.seed`` must be None.
     """
     recipe = TinyBertRecipe() if recipe is None else recipe
     instance_of(recipe, TinyBertRecipe, "recipe")
-    steps = recipe.steps if stop_after is None else stop_after
-    if not is_int(steps) or not 0 < steps <= recipe.steps:
-        raise ValueError(f"stop_after must be an int in 1..{recipe.steps}, got {stop_after!r}")
+    run = Run() if run is None else run
+    steps = run.stop_in(recipe.steps)
+    if run.seed is not None:
+        raise ValueError(f"the recipe's seed decides this run: leave run.seed None, got {run.seed}")
+    device = "cpu" if run.device is None else run.device
     corpus = shakespeare_corpus(recipe.vocab_size)
     val = held_out_batch(corpus, max_len=recipe.max_len)
     torch.manual_seed(recipe.seed)
@@ -320,16 +319,15 @@ def pretrain_tiny_bert(
         model,
         _batches(recipe, corpus),
         lambda m, b: m.pretraining_loss(**b).loss,
-        steps=steps,
+        run.for_recipe(
+            desc="pretraining a tiny BERT",
+            eval_fn=lambda m: masked_lm_report(m, val, corpus)["word_accuracy"],
+        ).replace(
+            steps=steps,
+            device=device,
+            threads=run.threads or (1 if torch.device(device).type == "cpu" else None),
+        ),
         optimizer=optimizer,
         lr_schedule=recipe.lr_factor,
-        device=device,
-        progress=progress,
-        desc="pretraining a tiny BERT",
-        eval_fn=(eval_fn or (lambda m: masked_lm_report(m, val, corpus)["word_accuracy"]))
-        if eval_every
-        else None,
-        eval_every=eval_every,
-        threads=1 if torch.device(device).type == "cpu" else None,
     )
     return model.eval(), run

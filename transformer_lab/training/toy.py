@@ -8,11 +8,11 @@ second or two on a CPU:
 * :func:`neighbours`: name both the previous and the next token (two answers per
   position). Two heads can split the work, one looking left and one looking right.
 
-Each task returns ``(x, y)``: token ids ``x [batch, pos]`` and targets
-``y [batch, pos, n_answers]`` with :data:`IGNORE` where a position has no answer (the first
-token has no left neighbour). :class:`TinyTransformer` maps ids to logits
-``[batch, pos, n_answers, d_vocab]``; :func:`train_toy` fits it on fresh random batches
-with the book's training loop.
+Each task returns ``(x, y)``: token ids ``x [batch, pos]`` and targets ``y [batch, pos,
+n_answers]`` with :data:`~transformer_lab.checks.IGNORE_INDEX` where a position has no
+answer (the first token has no left neighbour). :class:`TinyTransformer` maps ids to logits
+``[batch, pos, n_answers, d_vocab]``; :func:`train_toy` fits it on fresh random batches with
+the book's training loop.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import check_labels
-from transformer_lab.data.toy import IGNORE, _task, toy_batches
+from transformer_lab.checks import IGNORE_INDEX, check_labels, instance_of
+from transformer_lab.data.toy import batch_maker, toy_batches
 from transformer_lab.device import num_threads
 from transformer_lab.training.loop import TrainResult, train
+from transformer_lab.training.run import Run
 
 __all__ = ["toy_loss", "train_toy", "position_accuracy"]
 
@@ -50,33 +51,36 @@ def toy_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torc
         raise ValueError(
             f"targets y must be [batch, pos, n_answers]={tuple(logits.shape[:-1])}, got {got}"
         )
-    check_labels(y, logits.shape[-1], ignore_index=IGNORE)
-    return F.cross_entropy(logits.flatten(0, 2), y.flatten(), ignore_index=IGNORE)
+    check_labels(y, logits.shape[-1], ignore_index=IGNORE_INDEX)
+    return F.cross_entropy(logits.flatten(0, 2), y.flatten(), ignore_index=IGNORE_INDEX)
 
 
 def train_toy(
     model: nn.Module,
     task: str | Callable = "previous_token",
+    run: Run | None = None,
     *,
-    steps: int = 200,
     batch_size: int = 64,
     lengths: int | Sequence[int] = 12,
     lr: float = 3e-3,
-    seed: int = 0,
-    **train_kwargs,
+    grad_clip: float | None = 1.0,
+    lr_schedule: Callable[[int], float] | None = None,
 ) -> TrainResult:
-    """Fit ``model`` with :func:`transformer_lab.training.loop.train` (Adam) on ``steps`` fresh
-    batches of ``task``. On the CPU it runs on one thread: these models are so small that
-    splitting each operation across threads costs more than it saves (see
-    :func:`transformer_lab.device.num_threads`). Other keyword arguments go to ``train``
-    (``grad_clip=None``, ``eval_fn=...``)."""
+    """Fit ``model`` with :func:`transformer_lab.training.loop.train` (Adam at ``lr``) on
+    fresh batches of ``task``, for ``run`` (default ``Run(steps=200)``). The batches come
+    from a generator seeded with ``run.seed`` (0 when None). On the CPU it runs on one
+    thread unless ``run.threads`` says otherwise: these models are so small that splitting
+    each operation across threads costs more than it saves (see
+    :func:`transformer_lab.device.num_threads`)."""
     _check_toy_model(model)
+    run = Run(steps=200) if run is None else run
+    instance_of(run, Run, "run", "a transformer_lab.training.run.Run")
     batches = toy_batches(
-        task, model.config.d_vocab, batch_size=batch_size, lengths=lengths, seed=seed
+        task, model.config.d_vocab, batch_size=batch_size, lengths=lengths, seed=run.seed or 0
     )
-    train_kwargs.setdefault("progress", False)
-    train_kwargs.setdefault("threads", 1 if next(model.parameters()).device.type == "cpu" else None)
-    return train(model, batches, toy_loss, steps=steps, lr=lr, **train_kwargs)
+    if run.threads is None and next(model.parameters()).device.type == "cpu":
+        run = run.replace(threads=1)
+    return train(model, batches, toy_loss, run, lr=lr, grad_clip=grad_clip, lr_schedule=lr_schedule)
 
 
 @torch.no_grad()
@@ -92,12 +96,12 @@ def position_accuracy(
     """Share of correct answers at each position, ``[pos, n_answers]`` (NaN where a
     position has no answer), on one fresh batch of length ``n``."""
     _check_toy_model(model)
-    make = _task(task)
+    make = batch_maker(task)
     device = device or next(model.parameters()).device
     x, y = make(batch_size, n, model.config.d_vocab, torch.Generator().manual_seed(seed))
     model.eval()
     with num_threads(1 if torch.device(device).type == "cpu" else None):
         predicted = model(x.to(device)).argmax(-1).cpu()  # [batch, pos, n_answers]
-    answered = y != IGNORE
+    answered = y != IGNORE_INDEX
     correct = ((predicted == y) & answered).sum(0).double()
     return correct / answered.sum(0).double()  # 0/0 = NaN where nothing is answered

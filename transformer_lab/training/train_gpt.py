@@ -57,6 +57,7 @@ from transformer_lab.training import distributed
 from transformer_lab.training.gpt import PRESETS, TrainRecipe, evaluate_lm, preset, train_gpt
 from transformer_lab.training.loop import TrainResult
 from transformer_lab.training.losses import lm_loss
+from transformer_lab.training.run import Run
 
 __all__ = ["main", "parse_args"]
 
@@ -169,17 +170,19 @@ def _train(args: argparse.Namespace, place: distributed.DistInfo, out) -> dict:
         model,
         train_ids,
         recipe,
-        seed=args.seed,
-        device=place.device,
-        eval_fn=held_out,
-        eval_every=args.eval_every or None,
-        progress=not args.no_progress,
-        checkpoint=out / "checkpoint.pt",
-        checkpoint_every=args.checkpoint_every or None,
-        resume=args.resume,
+        Run(
+            seed=args.seed,
+            device=place.device,
+            eval_fn=held_out,
+            eval_every=args.eval_every or None,
+            progress=not args.no_progress,
+            checkpoint=out / "checkpoint.pt",
+            checkpoint_every=args.checkpoint_every or None,
+            resume=args.resume,
+            steps=args.until,
+            config={"preset": args.preset, "bf16": args.bf16},
+        ),
         loss_fn=_bf16_loss(place.device.type) if args.bf16 else None,
-        until=args.until,
-        run_config={"preset": args.preset, "bf16": args.bf16},
     )
     summary = _summary(args, config, recipe, place, run, clocks)
     if place.is_main:

@@ -39,10 +39,11 @@ from transformer_lab.data.mlm import (
 from transformer_lab.device import evaluating
 from transformer_lab.models.bert import BertConfig, BertForPreTraining
 from transformer_lab.training.loop import TrainResult, train
+from transformer_lab.training.run import Run
 from transformer_lab.training.schedules import warmup_cosine
 from transformer_lab.training.tiny_bert import (
     ShakespeareCorpus,
-    _check_recipe_fields,
+    check_recipe_fields,
     word_tokens,
 )
 
@@ -237,7 +238,7 @@ class WordBertRecipe:
     seed: int = 0  # seeds the initial weights, the pairs and the masks
 
     def __post_init__(self):
-        _check_recipe_fields(self)
+        check_recipe_fields(self)
         if self.vocab_size <= len(WORD_SPECIALS):
             raise ValueError(
                 f"vocab_size must be above the {len(WORD_SPECIALS)} special tokens, so that it "
@@ -261,16 +262,18 @@ class WordBertRecipe:
 
 def pretrain_word_bert(
     recipe: WordBertRecipe | None = None,
-    *,
-    device: torch.device | str = "cpu",
-    eval_every: int | None = None,
-    progress: bool = False,
+    run: Run | None = None,
 ) -> tuple[BertForPreTraining, TrainResult]:
     """Pretrain a BERT on spans of words of the training plays (both objectives), on one
-    thread on the CPU. ``eval_every`` records the held-out accuracy on the hidden words of
-    :func:`held_out_words`."""
+    thread, on the CPU unless ``run.device`` says otherwise. ``run.eval_every`` records the
+    held-out accuracy on the hidden words of :func:`held_out_words` (or ``run.eval_fn``).
+    The recipe's seed decides the run: ``run.seed`` must be None."""
     recipe = WordBertRecipe() if recipe is None else recipe
     instance_of(recipe, WordBertRecipe, "recipe")
+    run = Run() if run is None else run
+    steps = run.stop_in(recipe.steps)
+    if run.seed is not None:
+        raise ValueError(f"the recipe's seed decides this run: leave run.seed None, got {run.seed}")
     words = shakespeare_words(recipe.vocab_size, recipe.span)
     gen = torch.Generator().manual_seed(recipe.seed)
     pairs = next_sentence_pairs(words.train_spans, recipe.steps * recipe.batch, generator=gen)
@@ -293,17 +296,13 @@ def pretrain_word_bert(
         model,
         batches,
         lambda m, b: m.pretraining_loss(**b).loss,
-        steps=recipe.steps,
+        run.for_recipe(desc="pretraining a BERT on words", eval_fn=accuracy).replace(
+            steps=steps, threads=run.threads or 1
+        ),
         optimizer=torch.optim.AdamW(
             model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay
         ),
         lr_schedule=warmup_cosine(recipe.steps, recipe.warmup),
-        device=device,
-        progress=progress,
-        desc="pretraining a BERT on words",
-        eval_fn=accuracy if eval_every else None,
-        eval_every=eval_every,
-        threads=1,
     )
     return model.eval(), run
 
