@@ -121,6 +121,13 @@ case(
 )
 
 case(
+    W.explore,
+    lambda: W.explore("hi there", temperature=1e-40),
+    ValueError,
+    "temperature must be at least 1e-06, got 1e-40: far smaller ones overflow the softmax's",
+)
+
+case(
     W.attention_explorer,
     lambda: W.attention_explorer("hi", d_k=-1),
     ValueError,

@@ -129,6 +129,14 @@ def test_bad_settings_are_named():
         toy_attention.explore("a b", mask_kind="future")
 
 
+@pytest.mark.parametrize("d_k", [2, 256])
+def test_the_smallest_temperature_gives_finite_weights_and_a_smaller_one_is_refused(d_k):
+    r = toy_attention.explore(ANIMAL, d_k=d_k, temperature=toy_attention.MIN_TEMPERATURE)
+    assert np.isfinite(r["weights"]).all() and np.allclose(r["weights"].sum(-1), 1)
+    with pytest.raises(ValueError, match="temperature must be at least 1e-06, got 1e-40"):
+        toy_attention.explore(ANIMAL, d_k=d_k, temperature=1e-40)  # was NaN weights
+
+
 # --- the ipywidgets app -------------------------------------------------------------------
 
 

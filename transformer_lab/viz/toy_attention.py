@@ -91,6 +91,7 @@ D_K_CHOICES = (2, 4, 8, 16, 32, 64, 128, 256)
 D_MODEL = 64  # size of the token embeddings x_i
 PAD = "<pad>"
 MAX_TOKENS = 40
+MIN_TEMPERATURE = 1e-6  # below it scores / temperature can overflow float32: NaN weights
 
 
 def tokenize(sentence: str) -> list[str]:
@@ -128,7 +129,11 @@ def projections(d_k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 def _check_settings(d_k, temperature, mask_kind):
     positive_int(int(d_k) if isinstance(d_k, np.integer) else d_k, "d_k")  # np.int64 too
-    positive_number(temperature, "temperature")
+    if positive_number(temperature, "temperature") < MIN_TEMPERATURE:
+        raise ValueError(
+            f"temperature must be at least {MIN_TEMPERATURE:g}, got {temperature!r}: far smaller "
+            "ones overflow the softmax's float32 input and the weights come out NaN"
+        )
     one_of(mask_kind, MASK_KINDS, "mask_kind")
 
 
@@ -151,7 +156,8 @@ def explore(
     Args:
         sentence: the text; split by :func:`tokenize`.
         d_k: size of queries, keys and values.
-        temperature: the softmax input is divided by it (1 = plain scaled attention).
+        temperature: the softmax input is divided by it (1 = plain scaled attention); at
+            least ``MIN_TEMPERATURE`` (1e-6): far smaller ones overflow float32 into NaN.
         mask_kind: one of :data:`MASK_KINDS`.
         n_pad: how many ``<pad>`` tokens a padding mask kind appends.
 
