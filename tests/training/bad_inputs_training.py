@@ -614,9 +614,25 @@ case(
 )
 
 # chapter 12's live run on whole words
+from transformer_lab.data.mlm import WordVocabulary, word_spans  # noqa: E402
 from transformer_lab.training import word_bert as WB  # noqa: E402
 
+
+def _few_words() -> WB.ShakespeareWords:
+    """Two tiny plays of three-word spans, a vocabulary of their words."""
+    lines = ["the cat sat on the mat and the dog ran off", "a bird sang in the tree all day"]
+    vocab = WordVocabulary.from_texts(lines, 30)
+    train, val = word_spans([lines[:1]], vocab, 3), word_spans([lines[1:]], vocab, 3)
+    return WB.ShakespeareWords(vocab, 3, train, val, "tree", torch.ones(30), 1.0)
+
+
 for target, thunk, error, fragment in [
+    (WB.held_out_words, lambda: WB.held_out_words(_few_words(), mask_prob=0), ValueError,
+     "mask_prob must be in (0, 1), got 0: the test needs hidden words to score (0 hides none"),
+    (WB.held_out_words, lambda: WB.held_out_words(_few_words(), n_pairs=2, mask_prob=1e-9),
+     ValueError, "mask_prob=1e-09 hid no word in 2 pairs: the test needs hidden words to score"),
+    (WB.held_out_words, lambda: WB.held_out_words(_few_words(), mask_prob=True), TypeError,
+     "mask_prob must be a number, got bool"),
     (WB.shakespeare_words, lambda: WB.shakespeare_words(span=0), ValueError,
      "span must be positive, got 0"),
     (WB.held_out_words, lambda: WB.held_out_words("plays"), TypeError,

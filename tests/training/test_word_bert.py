@@ -64,6 +64,15 @@ def test_report_without_a_model_gives_the_baselines(words):
     assert 0.12 < report["neighbour_accuracy"] < 0.14, report
 
 
+@pytest.mark.parametrize(
+    "mask_prob, message",
+    [(0, r"mask_prob must be in \(0, 1\), got 0"), (1e-9, "mask_prob=1e-09 hid no word")],
+)
+def test_a_held_out_batch_that_hides_no_word_is_refused(words, mask_prob, message):
+    with pytest.raises(ValueError, match=message):  # the report's accuracies were 0 / 0 = NaN
+        WB.held_out_words(words, mask_prob=mask_prob)
+
+
 def test_a_few_steps_of_the_recipe_are_deterministic_and_learn(words):
     recipe = WB.WordBertRecipe(steps=30, warmup=5)
     model, run = WB.pretrain_word_bert(recipe, Run(eval_every=30))

@@ -111,15 +111,29 @@ def held_out_words(
     """``n_pairs`` pairs of spans of the held-out play with ``mask_prob`` of the words
     hidden, every one shown as ``[MASK]``: a fill-in-the-blank test. (BERT's 80 / 10 / 10
     would leave a tenth of the hidden words in place, and a model is right there by copying
-    its input.)"""
+    its input.) A ``mask_prob`` that hides no word is refused: the accuracies on the
+    hidden words would be 0 / 0."""
     instance_of(words, ShakespeareWords, "words")
     integer(n_pairs, "n_pairs", minimum=1)
+    if isinstance(mask_prob, bool) or not isinstance(mask_prob, (int, float)):
+        raise TypeError(f"mask_prob must be a number, got {type(mask_prob).__name__}")
+    if not 0 < mask_prob < 1:
+        raise ValueError(
+            f"mask_prob must be in (0, 1), got {mask_prob!r}: the test needs hidden words "
+            "to score (0 hides none, 1 leaves no word to read)"
+        )
     gen = torch.Generator().manual_seed(seed)
     pairs = next_sentence_pairs(words.val_spans, n_pairs, generator=gen)
     pack = _pack(words.vocab, words.span, mask_prob)
-    return pretraining_batch(
+    batch = pretraining_batch(
         pairs, generator=gen, mask_token_prob=1.0, random_token_prob=0.0, **pack
     )
+    if not (batch.labels != IGNORE_INDEX).any():
+        raise ValueError(
+            f"mask_prob={mask_prob!r} hid no word in {n_pairs} pairs: the test needs hidden "
+            "words to score; raise mask_prob or n_pairs"
+        )
+    return batch
 
 
 class NeighbourCounts:
