@@ -154,6 +154,28 @@ case(
     "only byte-level BPE ('gpt2') tokenizers are supported, got 'llama'",
 )
 
+_CHAT = TOK.GGUFTokenizer(
+    {
+        "tokenizer.ggml.model": "gpt2",
+        "tokenizer.ggml.tokens": ["a", "b"],
+        "tokenizer.ggml.merges": [],
+        "tokenizer.chat_template": "{% for m in messages %}{{ m['content'] }}{% endfor %}",
+    }
+)
+for thunk, error, fragment in [
+    (lambda: _CHAT.chat_prompt([]), ValueError,
+     "messages is empty: give a question or at least one message"),
+    (lambda: _CHAT.chat_prompt([{"role": "robot", "content": "hi"}]), ValueError,
+     "messages[0]['role'] must be one of ('system', 'user', 'assistant'), got 'robot'"),
+    (lambda: _CHAT.chat_prompt(["hi"]), TypeError,
+     "messages[0] must be a dict with str 'role' and 'content', got 'hi'"),
+    (lambda: _CHAT.chat_prompt([{"role": "user", "content": "a"}, {"role": "user"}]), TypeError,
+     "messages[1] must be a dict with str 'role' and 'content', got {'role': 'user'}"),
+    (lambda: _CHAT.chat_prompt(None), TypeError,
+     "messages must be a str or a list of {'role', 'content'} dicts, got NoneType"),
+]:  # fmt: skip
+    case(TOK.GGUFTokenizer, thunk, error, fragment)
+
 case(
     GL.smollm2,
     lambda: GL.smollm2(device=3),

@@ -143,6 +143,20 @@ def test_chat_prompt_equals_transformers(ours, hf):
         assert tok.chat_prompt(messages) == want
 
 
+def test_chat_prompt_takes_the_templates_roles_only(contents):
+    tok = GGUFTokenizer(contents.metadata)
+    turns = [{"role": r, "content": r} for r in ("system", "user", "assistant")]
+    assert tok.chat_prompt(turns, add_generation_prompt=False) == "".join(
+        f"<|im_start|>{r}\n{r}<|im_end|>\n" for r in ("system", "user", "assistant")
+    )
+    with pytest.raises(ValueError, match="messages is empty"):
+        tok.chat_prompt([])  # was the bare "<|im_start|>assistant\n", no question
+    with pytest.raises(ValueError, match=r"messages\[0\]\['role'\] must be one of"):
+        tok.chat_prompt([{"role": "tool", "content": "42"}])  # was printed as a "tool" turn
+    with pytest.raises(TypeError, match=r"messages\[0\] must be a dict with str"):
+        tok.chat_prompt([{"role": "user", "content": None}])
+
+
 def test_logits_equal_transformers(logits):
     worst = 0.0
     for ours_logits, theirs in zip(logits["ours_alone"], logits["hf_alone"], strict=True):

@@ -25,9 +25,11 @@ import torch
 from transformer_lab.checks import instance_of, is_int, require
 from transformer_lab.device import check_device
 
-__all__ = ["WordPieceTokenizer", "TokenBatch", "GGUFTokenizer", "SPECIAL_TOKENS"]
+__all__ = ["WordPieceTokenizer", "TokenBatch", "GGUFTokenizer", "SPECIAL_TOKENS", "CHAT_ROLES"]
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # BERT's special tokens
+CHAT_ROLES = ("system", "user", "assistant")  # the turns of SmolLM2's chat template
+_TURN = ("role", "content")
 
 
 @dataclass
@@ -255,15 +257,29 @@ class GGUFTokenizer:
     def chat_prompt(self, messages: str | Sequence[dict], add_generation_prompt: bool = True):
         """The text the model expects for a conversation, made by the file's own chat
         template (Jinja). ``messages`` is a question (one user turn) or a list of
-        ``{"role": ..., "content": ...}``; the template adds the default system turn."""
+        ``{"role": ..., "content": ...}`` with both strings and the role one of
+        :data:`CHAT_ROLES`, the roles SmolLM2's template was tuned on (the template itself
+        would print any role); the template adds the default system turn."""
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
-        if not isinstance(messages, (list, tuple)) or not all(
-            isinstance(m, dict) and {"role", "content"} <= set(m) for m in messages
-        ):
-            raise TypeError("messages must be a str or a list of {'role', 'content'} dicts")
+        if not isinstance(messages, (list, tuple)):
+            raise TypeError(
+                "messages must be a str or a list of {'role', 'content'} dicts, "
+                f"got {type(messages).__name__}"
+            )
+        if not messages:
+            raise ValueError("messages is empty: give a question or at least one message")
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or not all(isinstance(m.get(k), str) for k in _TURN):
+                raise TypeError(
+                    f"messages[{i}] must be a dict with str 'role' and 'content', got {m!r:.80}"
+                )
+            if m["role"] not in CHAT_ROLES:
+                raise ValueError(
+                    f"messages[{i}]['role'] must be one of {CHAT_ROLES}, got {m['role']!r}"
+                )
         if not self.chat_template:
             raise ValueError("this GGUF file has no tokenizer.chat_template")
         env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
