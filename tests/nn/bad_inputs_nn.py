@@ -558,6 +558,35 @@ case(
     "cos must be [..., pos, d_head/2]=(3, 2)",
 )
 
+from bad_input_support import LL, LLAMA_SMALL  # noqa: E402
+
+_cos1, _sin1 = RO.rotary_cos_sin(torch.arange(3), 4)  # [pos, d_head/2]: shared by the batch
+_cos2, _sin2 = RO.rotary_cos_sin(torch.arange(3).expand(2, 3), 4)  # [batch, pos, d_head/2]
+for target, thunk, error, fragment in [
+    (RO.rotary_cos_sin, lambda: RO.rotary_cos_sin(torch.tensor([True, False]), 4), TypeError,
+     "positions must be an integer tensor, got torch.bool"),
+    (RO.rotary_cos_sin, lambda: RO.rotary_cos_sin(torch.arange(3) * 1j, 4), TypeError,
+     "positions must be an integer tensor, got torch.complex64"),
+    (RO.rotary_cos_sin, lambda: RO.rotary_cos_sin(torch.arange(3), True), ValueError,
+     "d_head must be a positive int, got True"),
+    (RO.rotary_cos_sin, lambda: RO.rotary_cos_sin(torch.arange(3), 4, True), TypeError,
+     "base must be a number, got bool"),
+    (RO.apply_rotary, lambda: RO.apply_rotary(f(2, 1, 3, 4), _cos1, _sin2), ValueError,
+     "cos (3, 2) and sin (2, 3, 2) must have one shape, [pos, d_head/2] or "
+     "[batch, pos, d_head/2], for x (2, 1, 3, 4)"),
+    (RO.apply_rotary, lambda: RO.apply_rotary(f(2, 3, 3, 4), _cos2, _sin1), ValueError,
+     "cos (2, 3, 2) and sin (3, 2) must have one shape"),
+    (RO.apply_rotary, lambda: RO.apply_rotary(f(2, 3, 5, 4), _cos1, _sin1), ValueError,
+     "cos must be [..., pos, d_head/2]=(5, 2) for x (2, 3, 5, 4), got (3, 2) "
+     "(x is read as [batch, n_heads, pos, d_head])"),  # x as [batch, pos, n_heads, d_head]
+    (RO.apply_rotary, lambda: RO.apply_rotary(f(2, 1, 3, 4), _cos1.bool(), _sin1), TypeError,
+     "cos must be a floating-point tensor [..., pos, d_head/2], got torch.bool"),
+    (LL.LlamaAttention,
+     lambda: LL.LlamaAttention(LL.LlamaConfig(**LLAMA_SMALL))(f(2, 3, 8), _cos1, _sin2),
+     ValueError, "cos (3, 2) and sin (2, 3, 2) must have one shape"),
+]:  # fmt: skip
+    case(target, thunk, error, fragment)
+
 
 case(
     SW.SwiGLU,

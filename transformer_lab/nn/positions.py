@@ -107,7 +107,12 @@ def rotary_cos_sin(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Cosine and sine of ``positions[..., None] * theta``: two ``[..., pos, d_head / 2]``
     tensors, for integer ``positions`` ``[pos]`` (shared by the batch) or ``[batch, pos]``."""
-    if not isinstance(positions, torch.Tensor) or positions.is_floating_point():
+    if (
+        not isinstance(positions, torch.Tensor)
+        or positions.is_floating_point()
+        or positions.is_complex()
+        or positions.dtype == torch.bool  # True/False would read as positions 1 and 0
+    ):
         got = positions.dtype if isinstance(positions, torch.Tensor) else type(positions).__name__
         raise TypeError(f"positions must be an integer tensor, got {got}")
     if positions.dim() not in (1, 2):
@@ -120,7 +125,7 @@ def rotary_cos_sin(
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate the feature pairs ``(x_i, x_{i + d/2})`` of ``x [batch, n_heads, pos, d_head]``
     by the angles whose ``cos``/``sin`` are ``[pos, d_head/2]`` or ``[batch, pos, d_head/2]``
-    (from :func:`rotary_cos_sin`)."""
+    (from :func:`rotary_cos_sin`), both of one layout."""
     floating_tensor(x, "x", 4, "[batch, n_heads, pos, d_head]")
     half = x.shape[-1] // 2
     want = (x.shape[2], half)
@@ -128,8 +133,15 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
         if not isinstance(t, torch.Tensor) or t.dim() not in (2, 3) or tuple(t.shape[-2:]) != want:
             got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
             raise ValueError(
-                f"{name} must be [..., pos, d_head/2]={want} for x {tuple(x.shape)}, got {got}"
+                f"{name} must be [..., pos, d_head/2]={want} for x {tuple(x.shape)}, got {got} "
+                "(x is read as [batch, n_heads, pos, d_head])"
             )
+        floating_tensor(t, name, shape="[..., pos, d_head/2]")
+    if cos.shape != sin.shape:  # one [pos, ...], the other [batch, pos, ...]: mixed layouts
+        raise ValueError(
+            f"cos {tuple(cos.shape)} and sin {tuple(sin.shape)} must have one shape, "
+            f"[pos, d_head/2] or [batch, pos, d_head/2], for x {tuple(x.shape)}"
+        )
     if cos.dim() == 3:  # one row of positions per sequence: broadcast over the heads
         if cos.shape[0] not in (1, x.shape[0]):
             raise ValueError(f"cos has batch={cos.shape[0]} but x has batch={x.shape[0]}")
