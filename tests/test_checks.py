@@ -157,3 +157,23 @@ def test_ints_beyond_63_bits_are_refused(check):
     assert check(2**63 - 1, "n") == 2**63 - 1
     with pytest.raises(ValueError, match="n must be"):
         check(2**63, "n")
+
+
+def test_string_list_and_check_tokenizer():
+    assert checks.string_list(("a", "b"), "texts") == ["a", "b"]
+    for bad in ("ab", [], None, 3):
+        with pytest.raises(TypeError, match="texts must be a non-empty list of strings"):
+            checks.string_list(bad, "texts")
+    with pytest.raises(TypeError, match=r"texts\[1\] must be a str, got int"):
+        checks.string_list(["a", 1], "texts")
+
+    class Tok:
+        def encode(self, text):
+            return []
+
+        def decode(self, ids):
+            return ""
+
+    checks.check_tokenizer(Tok())
+    with pytest.raises(TypeError, match="tokenizer must have encode and decode, got str"):
+        checks.check_tokenizer("abc")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from numbers import Integral, Real  # numpy's scalars count too; bool is refused by hand
 
 import torch
@@ -280,6 +280,23 @@ def string(value, name: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     return value
+
+
+def string_list(value, name: str) -> list[str]:
+    """``value`` as a list if it is a non-empty sequence (list, tuple) of ``str``, else a
+    TypeError "``name`` must be a non-empty list of strings, got ..." (one string is refused
+    too)."""
+    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
+        raise TypeError(f"{name} must be a non-empty list of strings, got {value!r:.60}")
+    return [string(v, f"{name}[{i}]") for i, v in enumerate(value)]
+
+
+def check_tokenizer(tokenizer) -> None:
+    """A TypeError unless ``tokenizer`` has callable ``encode`` and ``decode`` methods."""
+    if not callable(getattr(tokenizer, "encode", None)) or not callable(
+        getattr(tokenizer, "decode", None)
+    ):
+        raise TypeError(f"tokenizer must have encode and decode, got {type(tokenizer).__name__}")
 
 
 def positive(value, name: str) -> float:

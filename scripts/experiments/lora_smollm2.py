@@ -56,13 +56,13 @@ import torch
 
 from transformer_lab.data import german_numbers as G
 from transformer_lab.device import seed_everything
+from transformer_lab.generation.answers import greedy_answers
 from transformer_lab.nn.lora import add_lora, count_parameters, lora_state_dict
 from transformer_lab.pretrained.smollm2 import smollm2
 from transformer_lab.training.lora import (
     answer_batch,
+    answer_exact_match,
     answer_loss,
-    exact_match,
-    greedy_answers,
     train_lora,
 )
 from transformer_lab.training.run import Run
@@ -112,7 +112,7 @@ def lora_run(
         [G.prompt(p.words) for p in split.test],
         [str(p.number) for p in split.test],
     )
-    score = lambda m: exact_match(greedy_answers(m, tok, test_prompts), refs)  # noqa: E731
+    score = lambda m: answer_exact_match(greedy_answers(m, tok, test_prompts), refs)  # noqa: E731
     return train_lora(
         model,
         data,

@@ -104,7 +104,7 @@ def _baseline_counts(model, tok, script, split, n: int) -> tuple[int, int]:
     """How many of the first ``n`` test prompts the model answers right, zero-shot and with
     the 5 worked examples."""
     from transformer_lab.data import german_numbers as G
-    from transformer_lab.training.lora import greedy_answers
+    from transformer_lab.generation.answers import greedy_answers
 
     prompts = [G.prompt(p.words) for p in split.test[:n]]
     numbers = [p.number for p in split.test[:n]]

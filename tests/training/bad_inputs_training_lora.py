@@ -1,6 +1,6 @@
 """Bad inputs to transformer_lab.training.lora (run by ``tests/test_bad_inputs.py``)."""
 
-from bad_input_support import case, torch
+from bad_input_support import case, gpt, torch
 
 from transformer_lab.models.llama import Llama, LlamaConfig
 from transformer_lab.training import lora as TL
@@ -46,16 +46,17 @@ case(TL.answer_batches, lambda: next(TL.answer_batches(_data(), 0, 0)), ValueErr
 case(TL.answer_batches, lambda: TL.answer_batches([1], 2, 0), TypeError, "data must be")
 case(TL.answer_loss, lambda: TL.answer_loss(_llama(), "batch"), TypeError, "batch must be")
 case(TL.answer_loss, lambda: TL.answer_loss(None, _data()), TypeError, "model must be")
-case(TL.greedy_answers, lambda: TL.greedy_answers(_llama(), _Tok(), []), TypeError, "prompts")
 case(
-    TL.greedy_answers,
-    lambda: TL.greedy_answers(_llama(), _Tok(), ["a"], max_new_tokens=0),
-    ValueError,
-    "max_new_tokens",
+    TL.answer_loss,
+    lambda: TL.answer_loss(gpt(), _data()),
+    TypeError,
+    "GPT.forward takes no attention_mask: LoRA answers need a model whose forward takes "
+    "attention_mask (the book's Llama or SmolLM2)",
 )
-case(TL.exact_match, lambda: TL.exact_match("12", "12"), TypeError, "lists of strings")
-case(TL.exact_match, lambda: TL.exact_match([], []), ValueError, "not be empty")
-case(TL.exact_match, lambda: TL.exact_match([None], ["1"]), TypeError,
+case(TL.answer_exact_match, lambda: TL.answer_exact_match("12", "12"), TypeError,
+     "lists of strings")  # fmt: skip
+case(TL.answer_exact_match, lambda: TL.answer_exact_match([], []), ValueError, "not be empty")
+case(TL.answer_exact_match, lambda: TL.answer_exact_match([None], ["1"]), TypeError,
      "predictions must hold only strings, got NoneType: None")  # fmt: skip
 case(TL.train_lora, lambda: TL.train_lora(_llama(), _data(), Run(steps=1)), ValueError, "no LoRA")
 case(

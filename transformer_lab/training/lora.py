@@ -1,13 +1,14 @@
 """Adapting a pretrained decoder with LoRA: prompts and answers, a loss on the answers
-only, batched greedy answers, and training through the book's loop.
+only, training through the book's loop, and the share of answers that are right.
 
 The recipe, for a decoder ``model`` (the book's :class:`~transformer_lab.models.llama.Llama`)
 and its tokenizer::
 
     add_lora(model, ["W_Q", "W_K", "W_V", "W_O"], rank=8, alpha=16)     # transformer_lab.nn.lora
     data = answer_batch(tokenizer, prompts, answers)
-    run = train_lora(model, data, steps=200, batch_size=8, lr=2e-3)
-    replies = greedy_answers(model, tokenizer, test_prompts)
+    run = train_lora(model, data, Run(steps=200), batch_size=8, lr=2e-3)
+    replies = greedy_answers(model, tokenizer, test_prompts)  # transformer_lab.generation.answers
+    score = answer_exact_match(replies, test_answers)
 
 Each example is the prompt's tokens followed by the answer's: the model reads both, and
 the cross-entropy counts the answer's tokens only (:func:`answer_loss`), so the model is
@@ -17,26 +18,26 @@ not taught to write prompts. Only the adapters' ``A`` and ``B`` reach the optimi
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils import parametrize
 
 from transformer_lab.checks import (
     IGNORE_INDEX,
+    check_tokenizer,
     fraction,
     instance_of,
     non_negative_number,
     positive_int,
     positive_number,
     seed_int,
-    string,
+    string_list,
     token_ids,
 )
-from transformer_lab.device import evaluating
 from transformer_lab.nn.lora import lora_modules, lora_parameters
 from transformer_lab.training.loop import TrainResult, to_device, train
 from transformer_lab.training.run import Run
@@ -47,8 +48,7 @@ __all__ = [
     "answer_batch",
     "answer_batches",
     "answer_loss",
-    "greedy_answers",
-    "exact_match",
+    "answer_exact_match",
     "train_lora",
 ]
 
@@ -90,24 +90,11 @@ class AnswerBatch:
         return AnswerBatch(ids[:, :width], mask[:, :width], targets[:, :width])
 
 
-def _texts(texts, name: str) -> list[str]:
-    if isinstance(texts, str) or not isinstance(texts, Sequence) or not texts:
-        raise TypeError(f"{name} must be a non-empty list of strings, got {texts!r:.60}")
-    return [string(t, f"{name}[{i}]") for i, t in enumerate(texts)]
-
-
-def _check_tokenizer(tokenizer) -> None:
-    if not callable(getattr(tokenizer, "encode", None)) or not callable(
-        getattr(tokenizer, "decode", None)
-    ):
-        raise TypeError(f"tokenizer must have encode and decode, got {type(tokenizer).__name__}")
-
-
 def answer_batch(tokenizer, prompts: Sequence[str], answers: Sequence[str]) -> AnswerBatch:
     """Tokenize each prompt and its answer separately (as the model will see the prompt
     when it answers), join them, pad on the right; targets mark the answer's tokens."""
-    _check_tokenizer(tokenizer)
-    prompts, answers = _texts(prompts, "prompts"), _texts(answers, "answers")
+    check_tokenizer(tokenizer)
+    prompts, answers = string_list(prompts, "prompts"), string_list(answers, "answers")
     if len(prompts) != len(answers):
         raise ValueError(f"prompts and answers must pair up, got {len(prompts)} and {len(answers)}")
     pairs = [
@@ -143,11 +130,26 @@ def answer_batches(data: AnswerBatch, batch_size: int, seed: int) -> Iterator[An
     return stream()
 
 
+def _check_takes_attention_mask(model: nn.Module) -> None:
+    """A TypeError naming ``model``'s class when its forward has no ``attention_mask``."""
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: the call itself decides
+        return
+    if not any(p.name == "attention_mask" or p.kind is p.VAR_KEYWORD for p in params):
+        raise TypeError(
+            f"{type(model).__name__}.forward takes no attention_mask: LoRA answers need a "
+            "model whose forward takes attention_mask (the book's Llama or SmolLM2)"
+        )
+
+
 def answer_loss(model: nn.Module, batch: AnswerBatch) -> torch.Tensor:
     """Mean cross-entropy of the answer tokens: position ``t``'s logits predict token
-    ``t + 1``, and only targets that are not ``IGNORE_INDEX`` count."""
+    ``t + 1``, and only targets that are not ``IGNORE_INDEX`` count. The model's forward
+    must take ``attention_mask`` (the rows are padded on the right)."""
     instance_of(model, nn.Module, "model", "an nn.Module (a decoder)")
     instance_of(batch, AnswerBatch, "batch")
+    _check_takes_attention_mask(model)
     logits = model(batch.input_ids, attention_mask=batch.attention_mask)  # [batch, pos, d_vocab]
     targets = batch.targets[:, 1:]  # [batch, pos - 1]
     if not bool((targets != IGNORE_INDEX).any()):
@@ -157,73 +159,7 @@ def answer_loss(model: nn.Module, batch: AnswerBatch) -> torch.Tensor:
     )
 
 
-def _left_padded(rows: list[list[int]], device) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(r) for r in rows)
-    ids = torch.zeros(len(rows), width, dtype=torch.long, device=device)
-    mask = torch.zeros(len(rows), width, dtype=torch.long, device=device)
-    for i, r in enumerate(rows):
-        ids[i, width - len(r) :] = torch.tensor(r, device=device)
-        mask[i, width - len(r) :] = 1
-    return ids, mask
-
-
-@torch.no_grad()
-def _answer_rows(model, tokenizer, prompts, prefix_ids, max_new_tokens, stop) -> list[str]:
-    """Greedy answers of one batch of prompts, all after the same ``prefix_ids``."""
-    device = next(model.parameters()).device
-    cache = model.new_cache()
-    if prefix_ids:  # the shared prefix once, its keys and values shared by every row
-        model(torch.tensor([prefix_ids], device=device), kv_cache=cache)
-        cache.layers = [(k.expand(len(prompts), -1, -1, -1), v.expand(len(prompts), -1, -1, -1))
-                        for k, v in cache.layers]  # fmt: skip
-    ids, mask = _left_padded([tokenizer.encode(p) for p in prompts], device)
-    logits = model(ids, kv_cache=cache, attention_mask=mask, last_only=True)[:, -1]
-    out, done = [[] for _ in prompts], [False] * len(prompts)
-    for _ in range(max_new_tokens):
-        next_ids = logits.argmax(-1)  # [batch]
-        for i, t in enumerate(next_ids.tolist()):
-            if not done[i]:
-                out[i].append(t)
-                done[i] = t == tokenizer.eos_id or stop in tokenizer.decode(out[i])
-        if all(done):
-            break
-        logits = model(next_ids[:, None], kv_cache=cache, last_only=True)[:, -1]
-    texts = [tokenizer.decode([t for t in o if t != tokenizer.eos_id]) for o in out]
-    return [t.split(stop)[0] if stop else t for t in texts]
-
-
-def greedy_answers(
-    model: nn.Module,
-    tokenizer,
-    prompts: Sequence[str],
-    *,
-    prefix: str = "",
-    max_new_tokens: int = 8,
-    batch_size: int = 64,
-    stop: str = "\n",
-) -> list[str]:
-    """The greedy continuation of ``prefix + prompt`` for every prompt, cut at the first
-    ``stop`` (or the end-of-text token, or ``max_new_tokens``), in eval mode. The prefix
-    (worked examples, a chat turn) is run once per batch and its keys and values shared;
-    the prompts are left-padded. A model with LoRA adapters forms each ``W + dW`` once for
-    the whole call (``parametrize.cached``): quick, and the stored weights stay untouched
-    (merging and unmerging would leave rounding errors in them)."""
-    instance_of(model, nn.Module, "model", "an nn.Module (a decoder)")
-    _check_tokenizer(tokenizer)
-    prompts = _texts(prompts, "prompts")
-    prefix, stop = string(prefix, "prefix"), string(stop, "stop")
-    max_new_tokens = positive_int(max_new_tokens, "max_new_tokens")
-    batch_size = positive_int(batch_size, "batch_size")
-    prefix_ids = tokenizer.encode(prefix) if prefix else []
-    answers = []
-    with evaluating(model), parametrize.cached():  # W + dW formed once, not at every token
-        for start in range(0, len(prompts), batch_size):
-            chunk = prompts[start : start + batch_size]
-            answers += _answer_rows(model, tokenizer, chunk, prefix_ids, max_new_tokens, stop)
-    return answers
-
-
-def exact_match(predictions: Sequence[str], references: Sequence[str]) -> float:
+def answer_exact_match(predictions: Sequence[str], references: Sequence[str]) -> float:
     """Share of predictions equal to their reference after stripping spaces at both ends."""
     if isinstance(predictions, str) or isinstance(references, str):
         raise TypeError("predictions and references must be lists of strings, not one string")
