@@ -21,7 +21,7 @@ case(
     DV.device,
     lambda: DV.device("gpu"),
     ValueError,
-    "prefer must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
+    "prefer must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 'gpu'",
 )
 
 case(DV.device, lambda: DV.device("cuda:99"), ValueError, "prefer='cuda:99' but ")
@@ -64,8 +64,16 @@ case(
     DV.check_device,
     lambda: DV.check_device("tpu:x"),
     ValueError,
-    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'tpu:x'",
+    "device must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 'tpu:x'",
 )
+
+for choice in ("nope", "cuda:-1", ""):  # torch's own message lists every kind it knows
+    case(
+        DV.check_device,
+        lambda choice=choice: DV.check_device(choice),
+        ValueError,
+        f"device must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got {choice!r}",
+    )
 
 case(H.Hook, lambda: H.Hook()(None), TypeError, "a hook passes tensors through, got NoneType")
 

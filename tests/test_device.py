@@ -58,11 +58,21 @@ def test_environment_override(monkeypatch):
 def test_bad_device_names(monkeypatch):
     monkeypatch.setenv("TRANSFORMER_LAB_DEVICE", "gpu-please")
     with pytest.raises(
-        ValueError, match=r"TRANSFORMER_LAB_DEVICE must name a device .*got 'gpu-please'"
+        ValueError, match=r"TRANSFORMER_LAB_DEVICE must be 'cpu', 'cuda', .*got 'gpu-please'"
     ):
         transformer_lab.device()
-    with pytest.raises(ValueError, match=r"prefer must name a device .*got 'tpu'"):
+    with pytest.raises(ValueError, match=r"prefer must be 'cpu', 'cuda', .*got 'tpu'"):
         transformer_lab.device("tpu")
+
+
+def test_a_bad_device_name_gets_a_short_message_without_torchs_list():
+    with pytest.raises(ValueError) as info:
+        DV.check_device("nope")
+    assert str(info.value) == (
+        "device must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 'nope'"
+    )
+    assert info.value.__cause__ is None and info.value.__suppress_context__  # no chained list
+    assert DV.check_device("cpu:0") == torch.device("cpu", 0)
 
 
 def draws():

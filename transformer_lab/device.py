@@ -25,19 +25,21 @@ __all__ = [
 FORCE_GPU_BRANCHES = "TRANSFORMER_LAB_FORCE_GPU_BRANCHES"
 
 
+DEVICE_FORMS = "'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device"
+
+
 def check_device(choice, name: str = "device") -> torch.device:
     """``torch.device(choice)``, or a ValueError that names the problem: a string that is
-    not a device, or a CUDA/MPS device this machine does not have."""
+    not a device (the message names :data:`DEVICE_FORMS`, not torch's list of every kind
+    it was built to know), or a CUDA/MPS device this machine does not have."""
     if not isinstance(choice, (str, torch.device)):
         raise TypeError(
             f"{name} must be a device name or torch.device, got {type(choice).__name__}"
         )
     try:
         dev = torch.device(choice)
-    except RuntimeError as err:
-        raise ValueError(
-            f"{name} must name a device such as 'cpu', 'cuda' or 'mps', got {choice!r}"
-        ) from err
+    except RuntimeError:
+        raise ValueError(f"{name} must be {DEVICE_FORMS}, got {choice!r}") from None
     if dev.type == "cuda":
         if not torch.cuda.is_available():
             raise ValueError(f"{name}={choice!r} but CUDA is not available on this machine")

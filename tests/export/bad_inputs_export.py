@@ -178,5 +178,5 @@ case(
     BOOK_GPT.load_book_gpt,
     lambda: BOOK_GPT.load_book_gpt(device="gpu"),
     ValueError,
-    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
+    "device must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 'gpu'",
 )

@@ -93,7 +93,7 @@ case(
     PT.minilm,
     lambda: PT.minilm(device="gpu"),
     ValueError,
-    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
+    "device must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 'gpu'",
 )
 
 case(
@@ -121,7 +121,7 @@ case(
     TOK.TokenBatch,
     lambda: wordpiece()(["the cat"]).to("gpu"),
     ValueError,
-    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
+    "device must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 'gpu'",
 )
 
 case(GL.read_gguf, lambda: GL.read_gguf(3), TypeError, "path must be a str or Path, got int")

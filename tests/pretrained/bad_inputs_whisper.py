@@ -300,7 +300,7 @@ case(W.whisper_from_ctranslate2, lambda: W.whisper_from_ctranslate2("model.bin")
      "ct2 must be a CTranslate2Model (from read_ctranslate2), got str")  # fmt: skip
 
 case(W.whisper_tiny_en, lambda: W.whisper_tiny_en(device="gpu"), ValueError,
-     "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'")  # fmt: skip
+     "device must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 'gpu'")  # fmt: skip
 case(W.whisper_tiny_en, lambda: W.whisper_tiny_en(path=truncated_folder()), ValueError,
      "truncated/model.bin is not a valid CTranslate2 model.bin: truncated")  # fmt: skip
 case(W.whisper_tiny_en, lambda: W.whisper_tiny_en(path=5), TypeError,

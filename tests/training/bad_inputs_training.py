@@ -144,7 +144,7 @@ case(
         gpt(), torch.arange(40) % 11, TRAINING_GPT.TrainRecipe(steps=1, warmup=0), Run(device="gpu")
     ),
     ValueError,
-    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
+    "device must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 'gpu'",
 )
 
 case(
@@ -188,7 +188,7 @@ case(
     TRN.train,
     lambda: TRN.train(gpt(), [1], TRAINING_LOSSES.lm_loss, run=Run(device="gpu")),
     ValueError,
-    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
+    "device must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 'gpu'",
 )
 
 case(TRN.train, lambda: TRN.train(None, [1]), TypeError, "model must be an nn.Module, got NoneType")
@@ -204,7 +204,7 @@ case(
     TRN.evaluate,
     lambda: TRN.evaluate(gpt(), [1], TRAINING_LOSSES.lm_loss, device="cuda:x"),
     ValueError,
-    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'cuda:x'",
+    "device must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 'cuda:x'",
 )
 
 case(
@@ -218,7 +218,7 @@ case(
     TRN.to_device,
     lambda: TRN.to_device(f(2), "gpu"),
     ValueError,
-    "device must name a device such as 'cpu', 'cuda' or 'mps', got 'gpu'",
+    "device must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 'gpu'",
 )
 
 case(
@@ -347,7 +347,12 @@ case(
 case(TRN.TrainResult, lambda: TRN.TrainResult([1.0]).smoothed(0), ValueError, "window must be")
 
 # data parallelism, checkpoints and the training command
-case(DI.setup, lambda: DI.setup("gpu"), ValueError, "must name a device such as 'cpu'")
+case(
+    DI.setup,
+    lambda: DI.setup("gpu"),
+    ValueError,
+    "must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device",
+)
 
 case(DI.setup, lambda: DI.setup("cpu", backend="mpi"), ValueError, "backend must be 'nccl'")
 case(DI.setup, lambda: DI.setup("cpu", backend="nccl"), ValueError,
