@@ -194,6 +194,9 @@ def test_chapter_reads_in_jupyterlab(path, reading_lab, browser_context, artifac
 
         raw = [m for m in RAW_MARKUP if m in text]
         assert not raw, f"raw MyST markup on screen in {path.stem}: {raw}"
+        # an {eval} whose result jupyterlab-myst did not put in shows its source as code
+        unrendered = re.findall(r"""f['"]\{[^\n]{0,60}""", text)
+        assert not unrendered, f"{{eval}} source on screen in {path.stem}: {unrendered[:5]}"
         if not_shown:
             pytest.fail(f"numbers of the prose not shown: {not_shown[:10]}; text: {flat[:300]}")
 
