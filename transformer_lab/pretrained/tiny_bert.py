@@ -87,12 +87,24 @@ def _weights(model: BertForPreTraining) -> bytes:
     return safetensors_torch.save(tensors)
 
 
+_GOOD_COPY = (
+    "reinstall the package for the shipped files, or save the model again with save_tiny_bert"
+)
+
+
 def tiny_bert_info(directory: str | Path = DATA_DIR) -> dict:
     """The JSON written beside the shipped checkpoint: config, recipe, held-out numbers."""
+    instance_of(directory, (str, os.PathLike), "directory", "a folder path")
     path = Path(directory) / INFO
     if not path.is_file():
         raise ValueError(f"no {INFO} in {directory}; run scripts/experiments/pretrain_tiny_bert.py")
-    return json.loads(path.read_text())
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is damaged (not JSON: {err}); {_GOOD_COPY}") from err
+    if not isinstance(info, dict) or not isinstance(info.get("config"), dict):
+        raise ValueError(f"{path} is damaged: it lacks a 'config' object; {_GOOD_COPY}")
+    return info
 
 
 def load_tiny_bert(
@@ -103,13 +115,39 @@ def load_tiny_bert(
     ``model`` is a ``BertForPreTraining`` (masked-LM and next-sentence heads); its encoder
     alone is ``model.bert``, a ``BertModel`` whose ``pooler_output`` and
     ``last_hidden_state`` suit a classification head. Inputs hold at most
-    ``model.config.max_pos`` tokens; the tokenizer truncates to that.
+    ``model.config.max_pos`` tokens; the tokenizer truncates to that. A damaged file (cut
+    short, not JSON, a config key the model does not know, weights of another size or number
+    of layers) raises a ValueError that names it, says what is wrong and how to get a good copy.
     """
     safetensors_torch = require("safetensors.torch", "safetensors")
     device = None if device is None else check_device(device)
     info = tiny_bert_info(directory)
-    cfg = BertConfig(**info["config"])
+    where, path = Path(directory) / INFO, Path(directory) / WEIGHTS
+    try:
+        cfg = BertConfig(**info["config"])
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"{where} holds a config BertConfig refuses ({err}); {_GOOD_COPY}"
+        ) from err
     model = BertForPreTraining(cfg)
-    safetensors_torch.load_model(model, str(Path(directory) / WEIGHTS))
+    try:  # safetensors, torch and the format each fail in their own way
+        missing, unexpected = safetensors_torch.load_model(model, str(path), strict=False)
+    except Exception as err:
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+        heading = len(lines) > 1 and lines[0].endswith(":")  # torch: "Error(s) in ...:"
+        reason = lines[heading] if lines else type(err).__name__
+        raise ValueError(
+            f"{path} could not be loaded into the model its {INFO} describes ({reason}); "
+            f"{_GOOD_COPY}"
+        ) from err
+    if missing or unexpected:  # e.g. weights of another number of layers
+        odd = [f"{len(missing)} of the model's tensors are missing, e.g. {sorted(missing)[:2]}"]
+        odd = odd if missing else []
+        if unexpected:
+            odd += [f"{len(unexpected)} tensors are not the model's, e.g. {sorted(unexpected)[:2]}"]
+        raise ValueError(
+            f"{path} does not hold the model its {INFO} describes (n_layers={cfg.n_layers}): "
+            f"{' and '.join(odd)}; {_GOOD_COPY}"
+        )
     tokenizer = WordPieceTokenizer.from_file(Path(directory) / TOKENIZER, max_length=cfg.max_pos)
     return model.to(device or "cpu").eval(), tokenizer
