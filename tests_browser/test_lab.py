@@ -192,6 +192,18 @@ def reader_session(page, lab_url, chapter_files, artifacts) -> None:
     errors = notebook.locator('.jp-OutputArea-output:has-text("Traceback (most recent call last)")')
     assert errors.count() == 0, errors.first.inner_text()[:2000]
 
+    # the numbers of the prose, computed by this kernel: none shows its f-string source
+    markdown = notebook.locator(".jp-MarkdownCell .jp-RenderedMarkdown, .jp-MarkdownCell .myst")
+    deadline = time.monotonic() + 60
+    while True:
+        text = "\n".join(markdown.all_inner_texts())
+        unrendered = re.findall(r"""f['"]\{[^\n]{0,60}""", text)
+        if not unrendered or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(1000)
+    page.screenshot(path=str(artifacts / f"lab_{md.stem}_numbers.png"), full_page=True)
+    assert not unrendered, f"{{eval}} source on screen after Run All: {unrendered[:5]}"
+
     # the attention explorer: move d_k with the keyboard, the heatmaps are redrawn
     explorer = notebook.locator(".tl-attention-explorer").first
     explorer.scroll_into_view_if_needed()
