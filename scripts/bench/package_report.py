@@ -157,7 +157,11 @@ for name, kw in json.loads(sys.argv[1]):
         last = [i for i, l in enumerate(code) if kw["end_at"] in l and i >= first][0] + 1
     if kw.get("end_before"):
         last = [i for i, l in enumerate(code) if kw["end_before"] in l and i > first][0]
-    out.append([inspect.getsourcefile(obj), start + first, start + last - 1])
+    from transformer_lab import viz
+    from transformer_lab.viz.listing import check_lines
+    shown = viz.source(name, **kw).code
+    folded = [start + i for a, b in check_lines("\n".join(code)) for i in range(a, b + 1)]
+    out.append([inspect.getsourcefile(obj), start + first, start + last - 1, shown, folded])
 print(json.dumps(out))
 """
 
@@ -173,21 +177,26 @@ def listing_stats(tree_root: Path) -> dict:
         text=True,
         check=True,
     )
-    shown = guards = 0
+    in_file = guards = shown = shown_guards = 0
     per = []
-    for (name, _), (file, first, last) in zip(calls, json.loads(run.stdout), strict=True):
+    resolved = json.loads(run.stdout)
+    for (name, _), (file, first, last, code, folded) in zip(calls, resolved, strict=True):
         text = Path(file).read_text()
         tree = ast.parse(text)
         rng = set(range(first, last + 1))
-        g = len(rng & guard_lines(tree))
-        n = len(rng)
-        shown += n
-        guards += g
-        per.append((name, n, g))
+        g = rng & guard_lines(tree)
+        left = len(g - set(folded))  # check lines the chapter still shows
+        in_file += len(rng)
+        guards += len(g)
+        shown += len(code.splitlines())
+        shown_guards += left
+        per.append((name, len(rng), len(g), len(code.splitlines()), left))
     return {
         "listings": len(calls),
-        "listing_lines": shown,
+        "listing_lines": in_file,
         "listing_guard_lines": guards,
+        "shown_lines": shown,
+        "shown_guard_lines": shown_guards,
         "per_listing": per,
     }
 
@@ -326,9 +335,15 @@ def main() -> None:
         share = r["guard_lines"] / r["code_lines"]
         print(f"guard lines in code: {r['guard_lines']} of {r['code_lines']} ({share:.1%})")
         print(
-            f"listings: {r['listings']}, lines shown {r['listing_lines']}, "
+            f"listings: {r['listings']}, lines listed from the files {r['listing_lines']}, "
             f"guard lines among them {r['listing_guard_lines']}"
         )
+        if "shown_lines" in r:
+            share = r["shown_guard_lines"] / r["shown_lines"]
+            print(
+                f"as the chapters show them (checks folded): {r['shown_lines']} lines, "
+                f"guard lines among them {r['shown_guard_lines']} ({share:.1%})"
+            )
         private = r["private_imports"]
         sources = {p.split(" <- ")[0] + p.split(" <- ")[1].rsplit(".", 1)[0] for p in private}
         print(f"private names imported across modules: {len(private)} in {len(sources)} imports")

@@ -448,3 +448,9 @@ for target, thunk, error, fragment in [
      ValueError, "n_ranks must be >= 2, got 1"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)
+case(
+    DSP.source,
+    lambda: DSP.source(DSP.table, checks="no"),
+    TypeError,
+    "checks must be True or False",
+)

@@ -3,6 +3,8 @@ the markup rules that make a chapter read the same in JupyterLab and on the site
 
 from __future__ import annotations
 
+import inspect
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -52,6 +54,30 @@ def test_a_listing_is_the_source_from_the_file():
     cut = D.source(D.source, start_at="if isinstance(obj, str)", end_before="try:")
     assert cut.code.splitlines()[0].startswith("if isinstance(obj, str)")
     assert "try:" not in cut.code
+
+
+def test_a_listing_folds_the_argument_checks_and_says_how_many_lines():
+    shown = D.source("transformer_lab.training.distributed.ring_all_reduce")
+    whole = D.source("transformer_lab.training.distributed.ring_all_reduce", checks=True)
+    markers = [line for line in shown.code.splitlines() if "checking the arguments" in line]
+    assert markers == [
+        "    # ... 4 lines checking the arguments, in the file ...",
+        "    # ... 3 lines checking the arguments, in the file ...",
+    ]
+    assert "raise" not in shown.code and "raise" in whole.code
+    # the folded listing is the full one less the check lines, plus one line per run
+    assert len(whole.code.splitlines()) - len(shown.code.splitlines()) == (4 - 1) + (3 - 1)
+    kept = [line for line in shown.code.splitlines() if "checking the arguments" not in line]
+    assert all(line in whole.code.splitlines() for line in kept)
+    # a check whose value is used later stays: steps is read below it
+    classifier = D.source("transformer_lab.training.finetune.train_classifier")
+    assert 'steps = positive_int(run.steps, "run.steps")' in classifier.code
+
+
+def test_a_listing_shows_docstrings_with_single_backticks():
+    shown = D.source("transformer_lab.nn.masks.causal_mask", checks=True)
+    assert "``" not in shown.code and "``" in D.source.__doc__
+    assert "``" in inspect.getsource(D._resolve("transformer_lab.nn.masks.causal_mask"))
 
 
 def test_a_table_is_html_and_aligned_text():

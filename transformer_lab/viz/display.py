@@ -26,6 +26,8 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from transformer_lab.viz.listing import check_lines, docstring_lines, fold_checks, plain_docstrings
+
 __all__ = ["figure", "source", "table", "figure_number"]
 
 _NAME = re.compile(r"^ch(\d{2})-[a-z0-9-]+$")
@@ -159,15 +161,25 @@ def _resolve(dotted: str):
 
 
 def source(
-    obj, *, start_at: str | None = None, end_at: str | None = None, end_before: str | None = None
+    obj,
+    *,
+    start_at: str | None = None,
+    end_at: str | None = None,
+    end_before: str | None = None,
+    checks: bool = False,
 ) -> Listing:
     """The source of ``obj`` (function, method, class or module, or its dotted name such as
     ``"transformer_lab.models.rnn.Seq2Seq.forward"``), read from its file.
 
     ``start_at`` / ``end_at``: keep only the lines from the first one containing
     ``start_at`` through the first later one containing ``end_at`` (``end_before``: up to
-    the line before it).
+    the line before it). The argument checks are folded into one comment line per run of
+    them, saying how many lines the file holds there (``checks=True`` shows them), and the
+    docstrings read ``x`` for reStructuredText's double-backticked ``x``
+    (:mod:`transformer_lab.viz.listing`).
     """
+    if not isinstance(checks, bool):
+        raise TypeError(f"checks must be True or False, got {checks!r}")
     if isinstance(obj, str):
         obj = _resolve(obj)
     obj = inspect.unwrap(obj)  # a decorated function: the function's own file and lines
@@ -176,7 +188,8 @@ def source(
         file = inspect.getsourcefile(obj)
     except (OSError, TypeError) as err:
         raise TypeError(f"source needs a function, class, method or module, got {obj!r}") from err
-    code = textwrap.dedent("".join(lines)).rstrip("\n").split("\n")
+    whole = textwrap.dedent("".join(lines)).rstrip("\n")
+    code = whole.split("\n")
     first, last = 0, len(code)
     if start_at is not None:
         hits = [i for i, line in enumerate(code) if start_at in line]
@@ -193,7 +206,13 @@ def source(
         if not hits:
             raise ValueError(f"end_before={end_before!r} is not in the source of {obj!r}")
         last = hits[0]
-    code = textwrap.dedent("\n".join(code[first:last]))
+    code = plain_docstrings(code, docstring_lines(whole))
+    if not checks:
+        ranges = [(a, b) for a, b in check_lines(whole) if a >= first and b < last]
+        kept = fold_checks(code[first:last], [(a - first, b - first) for a, b in ranges])
+    else:
+        kept = code[first:last]
+    code = textwrap.dedent("\n".join(kept))
     qualname = getattr(obj, "__qualname__", getattr(obj, "__name__", ""))
     where = f"{_package_path(Path(file))}" + (f", {qualname}" if qualname else "")
     return Listing(code, where)
