@@ -277,3 +277,12 @@ def test_offline_check_flags_remote_scripts_and_styles(tmp_path):
     assert external_loads(tmp_path) == {
         "book/page.html": ["https://cdn.example.org/x.js", "//fonts.example.org/f.css"]
     }
+
+
+def test_a_page_title_with_math_reads_as_plain_text_in_the_tab():
+    """A browser tab shows a page's title as text: the site turns a heading's inline math
+    into plain text there (chapter 5's "Why divide by \\(\\sqrt{d_k}\\)")."""
+    site = load_script("site/site_extension")
+    assert site.plain_title(r"Why divide by \(\sqrt{d_k}\)") == "Why divide by √d_k"
+    assert site.plain_title(r"\(N \times d\) and \(\mathrm{softmax}\)") == "N × d and softmax"
+    assert site.plain_title("Add & norm") == "Add & norm"

@@ -182,6 +182,7 @@ def test_page_as_a_reader_sees_it(browser_context, site_url, name):
     page, problems, start = open_page(browser_context, page_url(site_url, name))
     try:
         assert page.locator(".bd-article h1").count() >= 1, f"{name} has no title"
+        assert "\\" not in page.title(), f"{name}: LaTeX in the tab's title: {page.title()!r}"
         check_math(page, name)
         check_next_link(page, name)
         check_clean(page, name)

@@ -101,6 +101,34 @@ def _prune_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
     context["css_files"] = [s for s in styles if not _unwanted_live(s, live_shown)]
 
 
+_INLINE_MATH = re.compile(r"\\\((.*?)\\\)")
+_LATEX_TEXT = [  # a heading's inline math as the plain text a browser tab can show
+    (re.compile(r"\\sqrt\{([^{}]*)\}"), r"√\1"),
+    (re.compile(r"\\(?:mathrm|text|mathbf)\{([^{}]*)\}"), r"\1"),
+    (re.compile(r"\\times"), "×"),
+    (re.compile(r"[{}]"), ""),
+]
+
+
+def plain_title(title: str) -> str:
+    """``title`` with its inline math (``\\(\\sqrt{d_k}\\)``) as plain text (``√d_k``):
+    the tab and the history show a page's title as text, where MathJax does not run."""
+
+    def text(match: re.Match) -> str:
+        latex = match.group(1)
+        for pattern, repl in _LATEX_TEXT:
+            latex = pattern.sub(repl, latex)
+        return latex.strip()
+
+    return _INLINE_MATH.sub(text, title)
+
+
+def _plain_titles(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    for key in ("title", "pagetitle"):
+        if isinstance(context.get(key), str):
+            context[key] = plain_title(context[key])
+
+
 ROOT = Path(__file__).resolve().parents[2]
 _copies: dict[str, dict[str, list[dict]]] = {}
 
@@ -178,4 +206,5 @@ def setup(app: Sphinx) -> dict:
     app.add_js_file(PLOTLY_JS, priority=100)
     # after every other html-page-context handler (sphinx-thebe's included)
     app.connect("html-page-context", _prune_scripts, priority=900)
+    app.connect("html-page-context", _plain_titles)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1.0"}
