@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import os
-import platform
 import sys
 import time
 from collections import defaultdict
@@ -258,15 +257,7 @@ def _store_executed(md_path: Path, cells: dict) -> str:
                 break
     client.set_widgets_metadata()
     _attach_expressions(nb, cells, md_path)
-    nb.metadata["language_info"] = {
-        "codemirror_mode": {"name": "ipython", "version": 3},
-        "file_extension": ".py",
-        "mimetype": "text/x-python",
-        "name": "python",
-        "nbconvert_exporter": "python",
-        "pygments_lexer": "ipython3",
-        "version": platform.python_version(),
-    }
+    nb.metadata["language_info"] = load_script("site/book_markup").language_info()
     _write_reader_copy(nb, md_path)
     for cell in nb.cells:  # the site's cache keys on the cells as read from the .md
         cell.metadata.pop("user_expressions", None)

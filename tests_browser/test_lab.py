@@ -73,7 +73,14 @@ def lab_url(tmp_path_factory, playwright_api):
     home = tmp_path_factory.mktemp("jupyter")
     lab_settings(home / "settings")
     env = lab_env(home)
-    args = " ".join([*lab_args(port), "--ServerApp.disable_check_xsrf=False"])
+    # window.jupyterapp lets a failing check say what changed in the notebook's model
+    args = " ".join(
+        [
+            *lab_args(port),
+            "--ServerApp.disable_check_xsrf=False",
+            "--LabApp.expose_app_in_browser=True",
+        ]
+    )
     log = open(home / "lab.log", "w")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
         ["make", "--no-print-directory", "lab", f"LAB_ARGS={args}"],
@@ -142,6 +149,35 @@ def wait_until_executed(page, notebook, timeout_s: float) -> list[str]:
     pytest.fail(f"cells still running or not run after {timeout_s} s: {prompts(notebook)}")
 
 
+def model_changes(page, lab_url: str, path: str) -> list[str]:
+    """How the open notebook's model differs from the file as the server sent it: the
+    notebook's metadata and each cell's keys that differ."""
+    now = json.loads(
+        page.evaluate(
+            "() => JSON.stringify(window.jupyterapp.shell.currentWidget.context.model.toJSON())"
+        )
+    )
+    sent = page.evaluate(
+        "async url => (await (await fetch(url)).json()).content",
+        f"{lab_url}/api/contents/{path}?content=1&type=notebook",
+    )
+    out = (
+        [f"metadata: {sent['metadata']} -> {now['metadata']}"]
+        if sent["metadata"] != now["metadata"]
+        else []
+    )
+    if len(sent["cells"]) != len(now["cells"]):
+        out.append(f"{len(sent['cells'])} cells -> {len(now['cells'])}")
+    for i, (a, b) in enumerate(zip(sent["cells"], now["cells"], strict=False)):
+        keys = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        if keys:
+            out.append(
+                f"cell {i}: "
+                + ", ".join(f"{k}: {a.get(k)!r:.80} -> {b.get(k)!r:.80}" for k in keys)
+            )
+    return out[:8]
+
+
 def test_reader_runs_a_chapter_in_jupyterlab(lab_url, browser_context, chapter_files, artifacts):
     page = browser_context.new_page()
     page.set_default_timeout(60_000)
@@ -183,6 +219,14 @@ def reader_session(page, lab_url, chapter_files, artifacts) -> None:
     shown = notebook.locator(".jp-CodeCell").count()
     assert shown == n_code, f"{md.name} has {n_code} code cells, the notebook shows {shown}"
     kernel_idle(page)
+    page.wait_for_timeout(2000)  # jupyterlab-myst renders the Markdown after the cells load
+    # opening is not an edit: the tab does not show unsaved changes
+    dirty = tab.evaluate("el => el.classList.contains('jp-mod-dirty')")
+    page.screenshot(path=str(artifacts / f"lab_{md.stem}_opened.png"))
+    assert not dirty, (
+        f"{ipynb.name} shows unsaved changes as soon as it opens: "
+        f"{model_changes(page, lab_url, CHAPTER.replace('.md', '.ipynb'))}"
+    )
 
     # run all cells and wait for every one of them
     notebook.locator(".jp-Cell").first.click()

@@ -53,8 +53,27 @@ def expressions_after_code_cells(nb) -> dict[int, list[tuple[int, list[str]]]]:
     return found
 
 
+def language_info() -> dict:
+    """The notebook metadata the book's Python kernel reports when it starts (ipykernel's
+    ``language_info``): JupyterLab writes it into a notebook it opens, so a notebook that
+    already holds it opens without unsaved changes."""
+    import platform
+
+    return {
+        "codemirror_mode": {"name": "ipython", "version": 3},
+        "file_extension": ".py",
+        "mimetype": "text/x-python",
+        "name": "python",
+        "nbconvert_exporter": "python",
+        "pygments_lexer": "ipython3",
+        "version": platform.python_version(),
+    }
+
+
 def add_reader_metadata(nb) -> None:
-    """Fold, in JupyterLab, the cells the site hides (``jupyter.source_hidden`` etc.)."""
+    """Fold, in JupyterLab, the cells the site hides (``jupyter.source_hidden`` etc.), and
+    give the notebook the kernel's ``language_info`` (see :func:`language_info`)."""
+    nb.metadata["language_info"] = language_info()
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue

@@ -144,6 +144,12 @@ def test_eval_expressions_are_found_after_their_code_cell():
     book_markup.add_reader_metadata(nb)
     assert nb.cells[3].metadata["jupyter"] == {"source_hidden": True, "outputs_hidden": True}
     assert "jupyter" not in nb.cells[1].metadata
+    # the kernel's language_info, which JupyterLab would otherwise add on opening (an
+    # unsaved change before the reader did anything)
+    import platform
+
+    assert nb.metadata["language_info"]["name"] == "python"
+    assert nb.metadata["language_info"]["version"] == platform.python_version()
 
 
 @pytest.mark.parametrize(
