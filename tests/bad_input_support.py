@@ -256,3 +256,24 @@ def gguf_contents(**changes) -> GL.GGUFContents:
     tensors = {k: rng.standard_normal(v).astype(np.float32) for k, v in shapes.items()}
     tensors |= changes
     return GL.GGUFContents(meta, tensors, {k: "F32" for k in tensors})
+
+
+class DigitTokenizer:
+    """A tokenizer of nine ids (1..9) for the LoRA and greedy-answer tables; 0 ends text."""
+
+    eos_id = 0
+
+    def encode(self, text):
+        return [1 + ord(c) % 9 for c in text]
+
+    def decode(self, ids):
+        return "".join(chr(48 + i) for i in ids)
+
+
+def tiny_llama():
+    """A one-block random Llama of 11 tokens for the LoRA and greedy-answer tables."""
+    from transformer_lab.models.llama import Llama, LlamaConfig
+
+    torch.manual_seed(0)
+    c = LlamaConfig(d_vocab=11, n_ctx=16, n_layers=1, n_heads=2, n_kv_heads=1, d_model=8, d_mlp=12)
+    return Llama(c)

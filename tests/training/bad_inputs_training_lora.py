@@ -1,50 +1,48 @@
 """Bad inputs to transformer_lab.training.lora (run by ``tests/test_bad_inputs.py``)."""
 
-from bad_input_support import case, gpt, torch
+from bad_input_support import DigitTokenizer, case, gpt, tiny_llama, torch
 
-from transformer_lab.models.llama import Llama, LlamaConfig
 from transformer_lab.training import lora as TL
 from transformer_lab.training.run import Run
-
-
-class _Tok:
-    eos_id = 0
-
-    def encode(self, text):
-        return [1 + ord(c) % 9 for c in text]
-
-    def decode(self, ids):
-        return "".join(chr(48 + i) for i in ids)
-
-
-def _llama():
-    torch.manual_seed(0)
-    c = LlamaConfig(d_vocab=11, n_ctx=16, n_layers=1, n_heads=2, n_kv_heads=1, d_model=8, d_mlp=12)
-    return Llama(c)
 
 
 def _adapted():
     from transformer_lab.nn.lora import add_lora
 
-    model = _llama()
+    model = tiny_llama()
     add_lora(model, ["W_Q"], rank=2, alpha=2)
     return model
 
 
 def _data():
-    return TL.answer_batch(_Tok(), ["ab"], ["c"])
+    return TL.answer_batch(DigitTokenizer(), ["ab"], ["c"])
 
 
 z = torch.zeros(2, 3, dtype=torch.long)
 case(TL.AnswerBatch, lambda: TL.AnswerBatch(z, z[:1], z), ValueError, "attention_mask must be")
 case(TL.AnswerBatch, lambda: TL.AnswerBatch(z.float(), z, z), TypeError, "input_ids")
-case(TL.answer_batch, lambda: TL.answer_batch(_Tok(), "ab", ["c"]), TypeError, "prompts must")
-case(TL.answer_batch, lambda: TL.answer_batch(_Tok(), ["a"], ["b", "c"]), ValueError, "pair up")
-case(TL.answer_batch, lambda: TL.answer_batch(_Tok(), ["a"], [""]), ValueError, "at least one")
+case(
+    TL.answer_batch,
+    lambda: TL.answer_batch(DigitTokenizer(), "ab", ["c"]),
+    TypeError,
+    "prompts must",
+)
+case(
+    TL.answer_batch,
+    lambda: TL.answer_batch(DigitTokenizer(), ["a"], ["b", "c"]),
+    ValueError,
+    "pair up",
+)
+case(
+    TL.answer_batch,
+    lambda: TL.answer_batch(DigitTokenizer(), ["a"], [""]),
+    ValueError,
+    "at least one",
+)
 case(TL.answer_batch, lambda: TL.answer_batch(object(), ["a"], ["b"]), TypeError, "tokenizer")
 case(TL.answer_batches, lambda: next(TL.answer_batches(_data(), 0, 0)), ValueError, "batch_size")
 case(TL.answer_batches, lambda: TL.answer_batches([1], 2, 0), TypeError, "data must be")
-case(TL.answer_loss, lambda: TL.answer_loss(_llama(), "batch"), TypeError, "batch must be")
+case(TL.answer_loss, lambda: TL.answer_loss(tiny_llama(), "batch"), TypeError, "batch must be")
 case(TL.answer_loss, lambda: TL.answer_loss(None, _data()), TypeError, "model must be")
 case(
     TL.answer_loss,
@@ -58,7 +56,9 @@ case(TL.answer_exact_match, lambda: TL.answer_exact_match("12", "12"), TypeError
 case(TL.answer_exact_match, lambda: TL.answer_exact_match([], []), ValueError, "not be empty")
 case(TL.answer_exact_match, lambda: TL.answer_exact_match([None], ["1"]), TypeError,
      "predictions must hold only strings, got NoneType: None")  # fmt: skip
-case(TL.train_lora, lambda: TL.train_lora(_llama(), _data(), Run(steps=1)), ValueError, "no LoRA")
+case(
+    TL.train_lora, lambda: TL.train_lora(tiny_llama(), _data(), Run(steps=1)), ValueError, "no LoRA"
+)
 case(
     TL.train_lora,
     lambda: TL.train_lora(_adapted(), _data(), Run(steps=5), schedule_steps=3),
