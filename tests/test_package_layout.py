@@ -9,6 +9,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 PACKAGE = Path(__file__).resolve().parents[1] / "transformer_lab"
 
@@ -148,38 +149,9 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def circles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found = set()
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = set()
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.add(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.add(frozenset(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
+    """The strongly connected components of more than one module (Tarjan's algorithm, as
+    scripts/bench/package_report.py counts them)."""
+    return {frozenset(c) for c in load_script("bench/package_report").circles(graph)}
 
 
 def test_circles_are_found():

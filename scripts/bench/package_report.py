@@ -231,11 +231,12 @@ def seam_stats(tree_root: Path) -> dict:
                         private.append(f"{name} <- {source}.{alias.name}")
             elif isinstance(node, ast.Import):
                 edges[name].update(a.name for a in node.names if a.name in files and a.name != name)
-    return {"private_imports": private, "import_circles": _circles(edges)}
+    return {"private_imports": private, "import_circles": circles(edges)}
 
 
-def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module (Tarjan)."""
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted;
+    ``tests/test_package_layout.py`` holds the package to none."""
     index, low, stack, on, out, count = {}, {}, [], set(), [], [0]
 
     def visit(v):
