@@ -1,6 +1,6 @@
 """Bad inputs to transformer_lab.generation.answers (run by ``tests/test_bad_inputs.py``)."""
 
-from bad_input_support import DigitTokenizer, case, tiny_llama
+from bad_input_support import DigitTokenizer, case, gpt, tiny_llama
 
 from transformer_lab.generation import answers as GA
 
@@ -33,4 +33,11 @@ case(
     lambda: GA.greedy_answers(None, DigitTokenizer(), ["a"]),
     TypeError,
     "model must",
+)
+case(
+    GA.greedy_answers,
+    lambda: GA.greedy_answers(gpt(), DigitTokenizer(), ["a"]),
+    TypeError,
+    "GPT.forward takes no attention_mask: greedy answers need a model whose forward takes "
+    "attention_mask (the book's Llama or SmolLM2)",
 )

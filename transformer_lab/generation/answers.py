@@ -14,6 +14,7 @@ answer is the answer the prompt gets alone.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 
 import torch
@@ -61,6 +62,20 @@ def _answer_rows(model, tokenizer, prompts, prefix_ids, max_new_tokens, stop) ->
     return [t.split(stop)[0] if stop else t for t in texts]
 
 
+def check_takes_attention_mask(model: nn.Module, what: str) -> None:
+    """A TypeError naming ``model``'s class when its forward has no ``attention_mask`` (the
+    padded rows of ``what`` need one)."""
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: the call itself decides
+        return
+    if not any(p.name == "attention_mask" or p.kind is p.VAR_KEYWORD for p in params):
+        raise TypeError(
+            f"{type(model).__name__}.forward takes no attention_mask: {what} need a "
+            "model whose forward takes attention_mask (the book's Llama or SmolLM2)"
+        )
+
+
 def greedy_answers(
     model: nn.Module,
     tokenizer,
@@ -78,6 +93,7 @@ def greedy_answers(
     the whole call (``parametrize.cached``): quick, and the stored weights stay untouched
     (merging and unmerging would leave rounding errors in them)."""
     instance_of(model, nn.Module, "model", "an nn.Module (a decoder)")
+    check_takes_attention_mask(model, "greedy answers")
     check_tokenizer(tokenizer)
     prompts = string_list(prompts, "prompts")
     prefix, stop = string(prefix, "prefix"), string(stop, "stop")

@@ -18,7 +18,6 @@ not taught to write prompts. Only the adapters' ``A`` and ``B`` reach the optimi
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -38,6 +37,7 @@ from transformer_lab.checks import (
     string_list,
     token_ids,
 )
+from transformer_lab.generation.answers import check_takes_attention_mask
 from transformer_lab.nn.lora import lora_modules, lora_parameters
 from transformer_lab.training.loop import TrainResult, to_device, train
 from transformer_lab.training.run import Run
@@ -130,26 +130,13 @@ def answer_batches(data: AnswerBatch, batch_size: int, seed: int) -> Iterator[An
     return stream()
 
 
-def _check_takes_attention_mask(model: nn.Module) -> None:
-    """A TypeError naming ``model``'s class when its forward has no ``attention_mask``."""
-    try:
-        params = inspect.signature(model.forward).parameters.values()
-    except (TypeError, ValueError):  # no signature to read: the call itself decides
-        return
-    if not any(p.name == "attention_mask" or p.kind is p.VAR_KEYWORD for p in params):
-        raise TypeError(
-            f"{type(model).__name__}.forward takes no attention_mask: LoRA answers need a "
-            "model whose forward takes attention_mask (the book's Llama or SmolLM2)"
-        )
-
-
 def answer_loss(model: nn.Module, batch: AnswerBatch) -> torch.Tensor:
     """Mean cross-entropy of the answer tokens: position ``t``'s logits predict token
     ``t + 1``, and only targets that are not ``IGNORE_INDEX`` count. The model's forward
     must take ``attention_mask`` (the rows are padded on the right)."""
     instance_of(model, nn.Module, "model", "an nn.Module (a decoder)")
     instance_of(batch, AnswerBatch, "batch")
-    _check_takes_attention_mask(model)
+    check_takes_attention_mask(model, "LoRA answers")
     logits = model(batch.input_ids, attention_mask=batch.attention_mask)  # [batch, pos, d_vocab]
     targets = batch.targets[:, 1:]  # [batch, pos - 1]
     if not bool((targets != IGNORE_INDEX).any()):
