@@ -151,6 +151,15 @@ def one_seed(seed: int) -> dict:
     return result
 
 
+def fresh_run(n_train: int, seed: int, **options):
+    """:func:`lora_run` on a freshly loaded model, one thread, every generator seeded with
+    ``seed``, on the split of ``n_train`` training and ``N_TEST`` held-out numbers."""
+    torch.set_num_threads(1)
+    seed_everything(seed)
+    model, tok = smollm2()
+    return lora_run(model, tok, G.german_number_split(n_train, N_TEST, seed), seed, **options)
+
+
 def fewer_labels(counts: list[int], seeds: list[int], steps: int = STEPS) -> list[dict]:
     """LoRA trained as in :func:`one_seed` (``steps`` steps of ``BATCH``) on the
     training pairs of the split drawn with ``n`` training numbers; the held-out numbers
@@ -158,11 +167,7 @@ def fewer_labels(counts: list[int], seeds: list[int], steps: int = STEPS) -> lis
     out = []
     for seed in seeds:
         for n in counts:
-            torch.set_num_threads(1)
-            seed_everything(seed)
-            model, tok = smollm2()
-            split = G.german_number_split(n, N_TEST, seed)
-            run = lora_run(model, tok, split, seed, steps=steps)
+            run = fresh_run(n, seed, steps=steps)
             row = {"n_train": n, "seed": seed, "lora": run.evals[-1][1], "curve": run.evals,
                    "final_loss": run.losses[-1], "seconds": run.seconds}  # fmt: skip
             print(json.dumps(row), flush=True)
@@ -177,11 +182,7 @@ def rates(lrs: list[float], seeds: list[int], steps: int = STEPS) -> list[dict]:
     out = []
     for seed in seeds:
         for lr in lrs:
-            torch.set_num_threads(1)
-            seed_everything(seed)
-            model, tok = smollm2()
-            split = G.german_number_split(N_TRAIN, N_TEST, seed)
-            run = lora_run(model, tok, split, seed, steps=steps, lr=lr)
+            run = fresh_run(N_TRAIN, seed, steps=steps, lr=lr)
             row = {"lr": lr, "seed": seed, "steps": steps, "examples": steps * BATCH,
                    "lora": run.evals[-1][1], "curve": run.evals,
                    "final_loss": run.losses[-1], "seconds": run.seconds}  # fmt: skip
@@ -211,11 +212,7 @@ def to_plateau(seeds: list[int], steps: int = PLATEAU_STEPS, n_train: int = N_TR
     ``PLATEAU_WITHIN``, ``flat_wide`` the same over the last ``PLATEAU_WIDE`` within 0.02."""
     out = []
     for seed in seeds:
-        torch.set_num_threads(1)
-        seed_everything(seed)
-        model, tok = smollm2()
-        split = G.german_number_split(n_train, N_TEST, seed)
-        run = lora_run(model, tok, split, seed, steps=steps, eval_every=PLATEAU_EVAL)
+        run = fresh_run(n_train, seed, steps=steps, eval_every=PLATEAU_EVAL)
         row = {"n_train": n_train, "seed": seed, "steps": steps, "eval_every": PLATEAU_EVAL,
                "examples": steps * BATCH, "lora": run.evals[-1][1], "curve": run.evals,
                "losses": run.losses, "seconds": run.seconds, "flat": flat(run.evals),
