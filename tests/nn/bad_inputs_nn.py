@@ -619,6 +619,22 @@ case(
 )
 
 case(
+    NN_ATTENTION.grouped_query_attention,
+    lambda: NN_ATTENTION.grouped_query_attention(f(2, 4, 3, 4), f(1, 2, 3, 4), f(1, 2, 3, 4)),
+    ValueError,
+    "q, k and v must have one batch size, got q (2, 4, 3, 4), k (1, 2, 3, 4) and v (1, 2, 3, 4)",
+)
+
+case(
+    NN_ATTENTION.grouped_query_attention,
+    lambda: NN_ATTENTION.grouped_query_attention(
+        f(2, 4, 3, 4), f(2, 2, 3, 4), f(1, 2, 3, 4), need_weights=False
+    ),
+    ValueError,
+    "q, k and v must have one batch size",
+)
+
+case(
     KV.KVCache,
     lambda: KV.KVCache(0),
     ValueError,

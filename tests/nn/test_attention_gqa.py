@@ -84,6 +84,16 @@ def test_fully_masked_row_gives_zeros(need_weights):
         ),
         (lambda: grouped_query_attention(qkv()[0].long(), *qkv()[1:]), TypeError, "floating"),
         (
+            lambda: grouped_query_attention(qkv()[0], qkv()[1][:1], qkv()[2][:1]),
+            ValueError,
+            "one batch size",
+        ),
+        (
+            lambda: grouped_query_attention(qkv()[0][:1], *qkv()[1:], need_weights=False),
+            ValueError,
+            "one batch size",
+        ),
+        (
             lambda: grouped_query_attention(*qkv(), torch.ones(4, 4, dtype=torch.bool)),
             ValueError,
             "does not broadcast",

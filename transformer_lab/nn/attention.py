@@ -287,12 +287,18 @@ def grouped_query_attention(
         raise ValueError(f"k has {n_kv} heads but v has {v.shape[1]}")
     if n_heads % n_kv:
         raise ValueError(f"q has n_heads={n_heads}, which n_kv_heads={n_kv} does not divide")
+    if not q.shape[0] == k.shape[0] == v.shape[0]:  # heads are shared, sequences never are
+        raise ValueError(
+            f"q, k and v must have one batch size, got q {tuple(q.shape)}, k {tuple(k.shape)} "
+            f"and v {tuple(v.shape)}: grouped-query attention shares key/value heads, not "
+            "sequences of a batch"
+        )
     if need_weights or not _ENABLE_GQA:  # copy the shared heads; attention checks the rest
         k, v = (t.repeat_interleave(n_heads // n_kv, dim=1) for t in (k, v))
         return scaled_dot_product_attention(q, k, v, mask, need_weights=need_weights)
     if mask is not None:
         check_mask(mask, (q.shape[0], n_heads, q.shape[2], k.shape[2]))
-    if q.shape[0] != k.shape[0] or k.shape[:3] != v.shape[:3] or q.shape[-1] != k.shape[-1]:
+    if k.shape[2] != v.shape[2] or q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} do not fit together"
         )
