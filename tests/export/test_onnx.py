@@ -124,6 +124,18 @@ def test_gpt_logits_and_attention_equal_the_package(gpt, gpt_files, weights):
     print(f"gpt {weights}: max |onnx - package| {seen}")
 
 
+def test_the_gpt_graph_reads_a_negative_id_from_the_end_of_the_table(gpt, gpt_files):
+    """Deliberate, and the reason ``live.js`` checks its ids: the graph's Gather takes id -1
+    as the last token (the package's embedding refuses it), so the site never runs it."""
+    model, tok = gpt
+    s = session(gpt_files["float32"])
+    last = np.array([[tok.vocab_size - 1]])
+    wrapped, _ = s.run(None, {"ids": -np.ones((1, 1), dtype=np.int64)})
+    np.testing.assert_array_equal(wrapped, s.run(None, {"ids": last})[0])
+    with pytest.raises(ValueError, match=r"idx must be in \[0, "):
+        model(torch.tensor([[-1]]))
+
+
 def test_greedy_generation_from_the_onnx_gpt_equals_the_packages(gpt, gpt_files):
     """40 characters after a prompt of 30: the window slides past n_ctx=64 on the way."""
     model, tok = gpt

@@ -15,6 +15,12 @@ is a dynamic axis, the batch is one sequence.
   length, as :func:`transformer_lab.pretrained.minilm.sentence_embeddings` computes it
   (:class:`SentenceEncoderWithAttention`).
 
+Neither graph checks its ids: ONNX's ``Gather`` reads a negative id from the end of the
+embedding table (-1 as the last token) where the package's models refuse it, so whoever runs
+a graph refuses ids outside ``[0, d_vocab)`` first, as the site's ``live.js`` does
+(``idsProblem``). ONNX has no operator that stops a run with an error, so a check inside
+the graph could only clip the id or spoil the output, not refuse it.
+
 ``weights="float16"`` stores the weight matrices as float16 and casts them back to
 float32 in the graph (:func:`transformer_lab.export.float16.weights_to_float16`), which
 halves the file; the arithmetic stays float32. Tolerances checked by

@@ -5,7 +5,8 @@
 // page becomes a panel (transformer_lab.viz.live writes them). The model and ONNX Runtime
 // load on first use, streamed so that the panel can say how much has arrived. The functions the
 // panels use are also the page's API for tests:
-// window.TransformerLabLive.{load, gptRun, gptGenerate, minilmRun, cleanPrompt, nextTokenProbs, ...}.
+// window.TransformerLabLive.{load, gptRun, gptGenerate, gptForward, minilmRun, idsProblem,
+// cleanPrompt, nextTokenProbs, ...}.
 // See scripts/site/live/README.md for the files and their inputs and outputs.
 (function () {
   "use strict";
@@ -210,6 +211,24 @@
       [1, ids.length]);
   }
 
+  var MODEL_NAMES = {gpt: "the GPT", minilm: "MiniLM"};
+
+  // What is wrong with ids as input to model, or null when every id names one of its tokens.
+  // A session is never run on an id outside [0, d_vocab): the graph reads the embedding table
+  // with ONNX's Gather, which takes a negative id from the end of the table (-1 as the last
+  // token) and answers as if nothing were wrong.
+  function idsProblem(model, ids) {
+    var d = model.meta.vocab.length;
+    for (var i = 0; i < ids.length; i++) {
+      var id = ids[i];
+      if (!Number.isInteger(id) || id < 0 || id >= d) {
+        return (MODEL_NAMES[model.name] || "the model") + " reads token ids 0 to " + (d - 1) +
+          " (its " + d + " tokens), got " + String(id) + " at position " + i;
+      }
+    }
+    return null;
+  }
+
   // ---- the GPT -----------------------------------------------------------------------------
 
   // logits Float32Array [pos * d_vocab], attention Float32Array [n_layers, n_heads, pos, pos]
@@ -218,6 +237,8 @@
     if (ids.length < 1 || ids.length > n) {
       return Promise.reject(new Error("the GPT reads 1 to " + n + " characters, got " + ids.length));
     }
+    var bad = idsProblem(model, ids);
+    if (bad) return Promise.reject(new Error(bad));
     return runSession(model, {ids: ids64(ids)}).then(function (out) {
       return {ids: ids, logits: out.logits.data, attention: out.attention.data, pos: ids.length};
     });
@@ -404,6 +425,8 @@
       if (n > m.max_positions) {
         throw new Error("the sentence has " + n + " tokens; MiniLM reads at most " + m.max_positions);
       }
+      var bad = idsProblem(model, enc.ids);
+      if (bad) throw new Error(bad);
       return runSession(model, {input_ids: ids64(enc.ids)}).then(function (out) {
         return {
           ids: enc.ids, tokens: enc.tokens, backend: model.backend,
@@ -978,6 +1001,7 @@
 
   window.TransformerLabLive = {
     settings: settings, load: load, gptRun: gptRun, gptGenerate: gptGenerate, minilmRun: minilmRun,
+    gptForward: gptForward, idsProblem: idsProblem,
     cleanPrompt: cleanPrompt, nextTokenProbs: nextTokenProbs, cosine: cosine, setUpAll: setUpAll,
     backendText: function (name) { return load(name).then(backendText); },
   };
