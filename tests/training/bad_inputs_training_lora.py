@@ -22,6 +22,12 @@ z = torch.zeros(2, 3, dtype=torch.long)
 case(TL.AnswerBatch, lambda: TL.AnswerBatch(z, z[:1], z), ValueError, "attention_mask must be")
 case(TL.AnswerBatch, lambda: TL.AnswerBatch(z.float(), z, z), TypeError, "input_ids")
 case(
+    TL.AnswerBatch,
+    lambda: TL.AnswerBatch(z, z + 2, z),
+    ValueError,
+    "attention_mask must hold only 0 (padding) and 1 (real token)",
+)
+case(
     TL.answer_batch,
     lambda: TL.answer_batch(DigitTokenizer(), "ab", ["c"]),
     TypeError,

@@ -71,6 +71,9 @@ class AnswerBatch:
             if tuple(getattr(self, name).shape) != tuple(ids.shape):
                 got = tuple(getattr(self, name).shape)
                 raise ValueError(f"{name} must be [batch, pos] = {tuple(ids.shape)}, got {got}")
+        mask = self.attention_mask
+        if mask.numel() and bool(((mask != 0) & (mask != 1)).any()):
+            raise ValueError("attention_mask must hold only 0 (padding) and 1 (real token)")
 
     def to(self, device) -> AnswerBatch:
         return AnswerBatch(*(to_device(t, device) for t in self._tensors()))
@@ -82,12 +85,14 @@ class AnswerBatch:
         return len(self.input_ids)
 
     def __getitem__(self, rows) -> AnswerBatch:
-        """Rows ``rows``, cut to the longest of them."""
+        """Rows ``rows``, without the columns that are padding in every one of them (on the
+        right, or on the left of a left-padded batch)."""
         ids, mask, targets = (t[rows] for t in self._tensors())
         if ids.dim() != 2:
             raise ValueError("index an AnswerBatch by rows: a slice, a list or a tensor")
-        width = max(int(mask.sum(1).max()), 1) if len(ids) else 1
-        return AnswerBatch(ids[:, :width], mask[:, :width], targets[:, :width])
+        real = mask.any(0).nonzero()  # columns holding a real token of some row
+        first, last = (int(real[0]), int(real[-1]) + 1) if len(real) else (0, 1)
+        return AnswerBatch(ids[:, first:last], mask[:, first:last], targets[:, first:last])
 
 
 def answer_batch(tokenizer, prompts: Sequence[str], answers: Sequence[str]) -> AnswerBatch:
