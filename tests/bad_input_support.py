@@ -209,6 +209,10 @@ def llama():
 
 NO_INPUT.add(SC.all_scenes)
 
+from transformer_lab.nn import row_kernels as RK  # noqa: E402
+
+NO_INPUT.update({RK.kernels_available, RK.kernels_status})  # they report; nothing to refuse
+
 CAP_SCENE = SC.Scene(SC.Thing("red", "circle", 0, 0), SC.Thing("blue", "square", 1, 2))
 
 

@@ -1,5 +1,6 @@
-"""Weights kept in bfloat16 or int8 (transformer_lab.nn.stored_weights) and a Llama that
-decodes with them."""
+"""Weights kept as float32 rows, bfloat16 or int8 (transformer_lab.nn.stored_weights), the
+row kernels that multiply by them (transformer_lab.nn.row_kernels), and a Llama that decodes
+with them."""
 
 from __future__ import annotations
 
@@ -26,14 +27,36 @@ def test_product_equals_the_dequantized_matrix(storage):
     torch.manual_seed(0)
     w, x = torch.randn(64, 48), torch.randn(3, 5, 64)
     stored = StoredWeight(w, storage)
-    got = x @ stored
+    got = x @ stored  # 15 vectors: widened once, multiplied by PyTorch
     assert got.shape == (3, 5, 48) and got.dtype == torch.float32
-    want = x.bfloat16().float() @ stored.dequantized()  # the activations go in as bfloat16
-    torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)
+    want = x @ stored.dequantized()  # activations, products and sums in float32
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     # and close to the float32 product: the storage's rounding is all that differs
     exact = x @ w
-    assert ((got - exact).norm() / exact.norm()).item() < (0.01 if storage == "int8" else 0.005)
-    assert stored.nbytes == {"bfloat16": 2 * w.numel(), "int8": w.numel() + 2 * 48}[storage]
+    error = ((got - exact).norm() / exact.norm()).item()
+    assert error < {"float32-rows": 1e-6, "bfloat16": 0.005, "int8": 0.01}[storage]
+    per = {"float32-rows": 4 * w.numel(), "bfloat16": 2 * w.numel(), "int8": w.numel() + 4 * 48}
+    assert stored.nbytes == per[storage]
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("n_in", [1, 15, 16, 64, 70, 200])
+def test_the_kernels_give_the_prompt_path_numbers(storage, n_in):
+    """A few vectors go through the row kernels, more through PyTorch: the same numbers up
+    to the order of the sums, for widths that fill the kernels' 64-wide steps, their
+    16-wide tail, or neither."""
+    torch.manual_seed(n_in)
+    w, x = torch.randn(n_in, 37), torch.randn(12, n_in)
+    stored = StoredWeight(w, storage)
+    by_rows = torch.cat([x[i : i + 3] @ stored for i in range(0, 12, 3)])  # the kernels
+    torch.testing.assert_close(by_rows, x @ stored, rtol=1e-5, atol=1e-5)  # 12 rows: PyTorch
+    torch.testing.assert_close(x[:1] @ stored, x[:1] @ stored.dequantized(), rtol=1e-5, atol=1e-5)
+
+
+def test_bfloat16_activations_come_back_as_bfloat16():
+    w = torch.randn(32, 8)
+    y = torch.randn(2, 32).bfloat16() @ StoredWeight(w, "bfloat16")
+    assert y.dtype == torch.bfloat16 and y.shape == (2, 8)
 
 
 def test_int8_scales_are_per_output_column():
@@ -41,8 +64,8 @@ def test_int8_scales_are_per_output_column():
     w[:, 0], w[:, 1], w[:, 2] = torch.tensor([1.0, -2, 0, 0]), torch.tensor([0.0, 0, 127, 1]), 0.0
     stored = StoredWeight(w, "int8")
     torch.testing.assert_close(stored.scale[:2], torch.tensor([2 / 127, 1.0]))
-    assert stored.q[0].tolist() == [64, -127, 0, 0] and stored.q[1].tolist() == [0, 0, 127, 1]
-    assert stored.q[2].abs().sum() == 0  # an all-zero column stays zero
+    assert stored.rows[0].tolist() == [64, -127, 0, 0] and stored.rows[1].tolist() == [0, 0, 127, 1]
+    assert stored.rows[2].abs().sum() == 0  # an all-zero column stays zero
 
 
 def small_llama():
@@ -71,8 +94,9 @@ def test_llama_with_stored_weights_stays_close_and_reads_fewer_bytes(storage):
         sum(p.numel() for n, p in model.named_parameters() if "attn" in n or "mlp" in n)
         + model.W_E.numel()
     )  # the head's copy of the embedding
-    per = {"bfloat16": 2, "int8": 1}[storage]
-    assert after["weights"] < before["weights"] and per * matrices <= after["weights"]
+    per = {"float32-rows": 4, "bfloat16": 2, "int8": 1}[storage]
+    assert per * matrices <= after["weights"]
+    assert after["weights"] < before["weights"] or storage == "float32-rows"
 
 
 def test_store_matrices_replaces_named_parameters():
@@ -88,3 +112,34 @@ def test_storing_twice_is_refused():
     model = small_llama().store_weights("int8")
     with pytest.raises(ValueError, match="already stored as int8"):
         model.store_weights("bfloat16")
+
+
+def test_without_the_kernels_storage_is_refused_with_the_reason(monkeypatch):
+    from transformer_lab.nn import row_kernels
+
+    monkeypatch.setenv("TRANSFORMER_LAB_KERNELS", "0")
+    row_kernels._load.cache_clear()
+    try:
+        assert not storage_supported("int8")
+        assert row_kernels.kernels_status() == "turned off by TRANSFORMER_LAB_KERNELS=0"
+        with pytest.raises(RuntimeError, match="TRANSFORMER_LAB_KERNELS=0.*keep the float32"):
+            StoredWeight(torch.randn(4, 4), "int8")
+    finally:
+        monkeypatch.delenv("TRANSFORMER_LAB_KERNELS")
+        row_kernels._load.cache_clear()
+    assert storage_supported("int8")
+
+
+def test_the_kernels_build_into_the_cache_folder(tmp_path, monkeypatch):
+    from transformer_lab.nn import row_kernels
+
+    monkeypatch.setenv("TRANSFORMER_LAB_CACHE", str(tmp_path))
+    row_kernels._load.cache_clear()
+    try:
+        assert row_kernels.kernels_available(), row_kernels.kernels_status()
+        built = list(tmp_path.glob("row_kernels-*.so"))
+        assert len(built) == 1 and built[0].stat().st_size > 0
+        assert not [p for p in tmp_path.iterdir() if p.is_dir()]  # no scratch folder left
+    finally:
+        monkeypatch.delenv("TRANSFORMER_LAB_CACHE")
+        row_kernels._load.cache_clear()

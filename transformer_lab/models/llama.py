@@ -176,10 +176,11 @@ class Llama(nn.Module):
 
     @torch.no_grad()
     def store_weights(self, storage: str) -> Llama:
-        """Keep every block's matrices and the unembedding in ``storage`` ("bfloat16" or
-        "int8", :mod:`transformer_lab.nn.stored_weights`) for faster decoding on the CPU:
-        each token then reads a half or a quarter of the bytes. The token embedding stays
-        float32 (a token reads one row of it). Inference only, once; returns the model."""
+        """Keep every block's matrices and the unembedding in ``storage`` ("float32-rows",
+        "bfloat16" or "int8", :mod:`transformer_lab.nn.stored_weights`) for faster decoding
+        on the CPU: the package's row kernels read each matrix in address order, and a token
+        reads the same bytes, a half or a quarter of them. The token embedding stays float32
+        (a token reads one row of it). Inference only, once; returns the model."""
         if self.storage != "float32":
             raise ValueError(f"the weights are already stored as {self.storage}")
         if self.W_E.device.type != "cpu":

@@ -1,20 +1,26 @@
-"""Weight matrices kept in fewer bytes for decoding: bfloat16, or int8 with one scale per row.
+"""Weight matrices kept for decoding: in float32 rows, bfloat16, or int8 with one scale per row.
 
 At batch 1, a decoder reads every weight once per token, and the CPU spends its time
-waiting for memory, not multiplying (chapter 14's roofline). Storing a weight in two bytes
-(bfloat16) or one (int8) instead of four cuts what each token must read.
+waiting for memory, not multiplying (chapter 14's roofline). Two things bring decoding
+closer to that limit: reading each matrix in the order it lies in memory, and storing a
+weight in two bytes (bfloat16) or one (int8) instead of four, which cuts what each token
+must read.
 
 A :class:`StoredWeight` stands in for a float32 matrix ``W [in, out]`` wherever a model
-computes ``x @ W``: ``x @ stored`` gives ``[..., out]`` in ``x``'s dtype. Inside, the
-activations are rounded to bfloat16 and the product is accumulated in float32 by oneDNN's
-kernels: for ``"bfloat16"`` a weight prepacked for batch 1 in bfloat16, for ``"int8"``
-PyTorch's weight-only int8 matrix product with one float scale per output column, the
-largest magnitude of that column over 127. Both are inference only: a stored weight is no
-parameter, it has no gradient, and a model that holds one stays on the CPU.
+computes ``x @ W``: ``x @ stored`` gives ``[..., out]`` in ``x``'s dtype. Inside, the matrix
+is kept as rows ``[out, in]`` (one row per output): ``"float32-rows"`` as is, ``"bfloat16"``
+rounded to bfloat16, ``"int8"`` rounded to 255 levels of one float32 scale per row (the
+row's largest magnitude over 127). For a few activation vectors (decoding), the package's
+row kernels (:mod:`transformer_lab.nn.row_kernels`) read the rows in address order and
+widen each weight to float32 in registers; for more (a prompt), the rows are widened to a
+float32 matrix and multiplied by PyTorch. Activations, products and sums stay float32, so
+the two give the same numbers up to the order of the sums, and the storage's rounding of
+the weights is the only approximation. Stored weights are inference only: a stored weight
+is no parameter, it has no gradient, and a model that holds one stays on the CPU.
 
 - ``StoredWeight(weight, storage)``: one matrix;
 - ``store_matrices(module, names, storage)``: replace named parameters of a module;
-- ``storage_supported(storage)``: whether this CPU runs a storage's kernels.
+- ``storage_supported(storage)``: whether this machine runs the row kernels.
 """
 
 from __future__ import annotations
@@ -25,28 +31,28 @@ import torch
 from torch import nn
 
 from transformer_lab.checks import floating_tensor, instance_of, one_of
+from transformer_lab.nn.row_kernels import kernels_available, kernels_status, rows_product
 
 __all__ = ["STORAGES", "StoredWeight", "store_matrices", "storage_supported"]
 
-STORAGES = ("bfloat16", "int8")
+STORAGES = ("float32-rows", "bfloat16", "int8")
+KERNEL_ROWS = 8  # at most this many activation vectors go through the row kernels
 
 
 def storage_supported(storage: str) -> bool:
-    """True when this machine's CPU kernels for ``storage`` exist: oneDNN with bfloat16
-    support (AVX512-BF16, AMX or similar) for both storages, and PyTorch's weight-only
-    int8 product for ``"int8"``."""
+    """True when this machine runs the package's row kernels (an x86-64 CPU with AVX-512
+    and a C compiler to build them once), which every storage decodes with."""
     one_of(storage, STORAGES, "storage")
-    if not (torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()):
-        return False
-    return storage != "int8" or hasattr(torch, "_weight_int8pack_mm")
+    return kernels_available()
 
 
 class StoredWeight:
-    """A float32 matrix ``W [in, out]`` stored as ``storage`` ("bfloat16" or "int8"), used
-    as ``x @ stored`` (``x [..., in]`` float32 or bfloat16 -> ``[..., out]`` in ``x``'s
-    dtype). ``shape`` is ``(in, out)``; ``dequantized()`` gives back the float32 matrix
-    the products use (equal to ``W`` up to the storage's rounding); ``nbytes`` is what one
-    product reads."""
+    """A float32 matrix ``W [in, out]`` stored as ``storage`` ("float32-rows", "bfloat16"
+    or "int8"), used as ``x @ stored`` (``x [..., in]`` float32 or bfloat16 -> ``[..., out]``
+    in ``x``'s dtype). ``shape`` is ``(in, out)``; ``rows`` holds the stored ``[out, in]``
+    numbers and ``scale`` the int8 rows' scales (None otherwise); ``dequantized()`` gives
+    back the float32 matrix the products use (equal to ``W`` up to the storage's rounding);
+    ``nbytes`` is what one product reads."""
 
     def __init__(self, weight: torch.Tensor, storage: str):
         w = floating_tensor(weight, "weight", 2, "[in, out]").detach()
@@ -55,32 +61,40 @@ class StoredWeight:
             raise ValueError(f"stored weights run on the CPU only, got a weight on {w.device}")
         if not storage_supported(storage):
             raise RuntimeError(
-                f"{storage} storage needs oneDNN's bfloat16 kernels (a CPU with AVX512-BF16 or "
-                "AMX); this machine has none: keep the float32 weights"
+                f"{storage} storage decodes with the package's row kernels, which do not run "
+                f"here ({kernels_status()}): keep the float32 weights"
             )
         if w.numel() == 0:
             raise ValueError(f"weight must hold at least one number, got shape {tuple(w.shape)}")
         if not bool(torch.isfinite(w).all()):
             raise ValueError("weight has NaN or infinite values")
         self.shape = tuple(w.shape)
-        columns = w.float().T.contiguous()  # [out, in]: the kernels read one output per row
+        rows = w.float().T.contiguous()  # [out, in]: one output per row
+        self.scale = None
         if storage == "int8":
-            self.scale = (columns.abs().amax(dim=1) / 127).clamp_min(1e-12)  # [out]
-            self.q = (columns / self.scale[:, None]).round().clamp(-127, 127).to(torch.int8)
-            self._scale = self.scale.to(torch.bfloat16)
-            self.nbytes = self.q.numel() + 2 * self.scale.numel()
+            self.scale = (rows.abs().amax(dim=1) / 127).clamp_min(1e-12)  # [out]
+            self.rows = (rows / self.scale[:, None]).round().clamp(-127, 127).to(torch.int8)
         else:
-            self.rows = columns.to(torch.bfloat16)
-            self.packed = torch.ops.mkldnn._reorder_linear_weight(self.rows, 1)
-            self.nbytes = 2 * self.rows.numel()
+            self.rows = rows.to(torch.bfloat16) if storage == "bfloat16" else rows
+        self.nbytes = self.rows.numel() * self.rows.element_size()
+        self.nbytes += 0 if self.scale is None else 4 * self.scale.numel()
 
     def dequantized(self) -> torch.Tensor:
         """The float32 ``[in, out]`` matrix that the products use."""
-        if self.storage == "int8":
-            cols = self.q.float() * self.scale.to(torch.bfloat16).float()[:, None]
-        else:
-            cols = self.rows.float()
-        return cols.T.contiguous()
+        return self._float_rows().T.contiguous()
+
+    def _float_rows(self) -> torch.Tensor:
+        rows = self.rows.float()
+        return rows if self.scale is None else rows * self.scale[:, None]
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """``x @ stored`` reaches :meth:`__rmatmul__` directly: without this, the tensor's
+        own ``@`` first fails on a non-tensor and Python falls back, which costs twice the
+        time of a small product's dispatch at every matrix of every token."""
+        if func in (torch.Tensor.__matmul__, torch.matmul) and len(args) == 2 and not kwargs:
+            return args[1].__rmatmul__(args[0])
+        return NotImplemented
 
     def __rmatmul__(self, x: torch.Tensor) -> torch.Tensor:
         if not isinstance(x, torch.Tensor) or x.dtype not in (torch.float32, torch.bfloat16):
@@ -89,11 +103,11 @@ class StoredWeight:
         if x.dim() == 0 or x.shape[-1] != self.shape[0]:
             raise ValueError(f"x must be [..., {self.shape[0]}], got {tuple(x.shape)}")
         lead = x.shape[:-1]
-        flat = x.reshape(-1, self.shape[0]).to(torch.bfloat16)
-        if self.storage == "int8":
-            y = torch._weight_int8pack_mm(flat, self.q, self._scale)
+        flat = x.reshape(-1, self.shape[0]).float().contiguous()
+        if flat.shape[0] <= KERNEL_ROWS:
+            y = rows_product(flat, self.rows, self.scale)  # decoding: read in address order
         else:
-            y = torch.ops.mkldnn._linear_pointwise(flat, self.packed, None, "none", [], "")
+            y = flat @ self._float_rows().T  # a prompt: widen once, PyTorch multiplies
         return y.to(x.dtype).view(*lead, self.shape[1])
 
     def __repr__(self) -> str:
