@@ -112,6 +112,31 @@ def test_token_ids_and_batches():
         token_batch(ids[:, :0])
 
 
+@pytest.mark.parametrize(
+    "ids, error, message",
+    [
+        ([True, False], TypeError, "ids must be integer token ids, got True (bool)"),
+        ([np.bool_(True)], TypeError, "ids must be integer token ids, got "),  # repr: NumPy's
+        ([1.0], TypeError, "ids must be integer token ids, got 1.0 (float)"),
+        ([999999, 1, -1], ValueError, "ids must be in [0, 3), got [999999, -1]"),
+        (None, TypeError, "ids must be a sequence of integer token ids, got NoneType"),
+        ("12", TypeError, "ids must be a sequence of integer token ids, got str"),
+        (torch.tensor([[1]]), TypeError, "a 1-d tensor of integer ids, got torch.int64 (1, 1)"),
+        (torch.tensor([True]), TypeError, "a 1-d tensor of integer ids, got torch.bool (1,)"),
+    ],
+)
+def test_token_id_list_refuses_bools_floats_and_ids_outside_the_vocabulary(ids, error, message):
+    with pytest.raises(error) as info:
+        checks.token_id_list(ids, 3)
+    assert message in str(info.value)
+
+
+def test_token_id_list_gives_python_ints():
+    back = checks.token_id_list(torch.tensor([2, 0]), 3) + checks.token_id_list((np.int64(1),))
+    assert back == [2, 0, 1] and all(type(i) is int for i in back)
+    assert checks.token_id_list([7]) == [7]  # no vocabulary: types only
+
+
 NUMPY_INTS = [np.int8(3), np.int32(3), np.int64(3), np.uint16(3)]
 NUMPY_FLOATS = [np.float16(0.5), np.float32(0.5), np.float64(0.5)]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from numbers import Integral, Real  # numpy's scalars count too; bool is refused by hand
 
 import torch
@@ -264,6 +264,31 @@ def check_token_range(ids: torch.Tensor, d_vocab: int, name: str = "token ids") 
     low, high = int(low), int(high)
     if low < 0 or high >= d_vocab:
         raise ValueError(f"{name} must be in [0, {d_vocab}), got values from {low} to {high}")
+
+
+def token_id_list(ids, vocab_size: int | None = None, name: str = "ids") -> list[int]:
+    """``ids`` (a sequence or a 1-d tensor of integers) as a list of Python ints, the input
+    of a tokenizer's ``decode``: a TypeError "ids must be integer token ids, got True
+    (bool)" for a bool, a float or another non-integer, and, with ``vocab_size``, a
+    ValueError "ids must be in [0, 3), got [999999]" for ids outside the vocabulary."""
+    if isinstance(ids, torch.Tensor):
+        if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex() or ids.dim() != 1:
+            raise TypeError(
+                f"{name} must be a 1-d tensor of integer ids, got {ids.dtype} {tuple(ids.shape)}"
+            )
+        ids = ids.tolist()
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        raise TypeError(f"{name} must be a sequence of integer token ids, got {type(ids).__name__}")
+    out = []
+    for i in ids:
+        if not is_int(i):  # NumPy's integers count; bool and numpy.bool_ do not
+            raise TypeError(f"{name} must be integer token ids, got {i!r} ({type(i).__name__})")
+        out.append(int(i))
+    if vocab_size is not None:
+        bad = [i for i in out if not 0 <= i < vocab_size]
+        if bad:
+            raise ValueError(f"{name} must be in [0, {vocab_size}), got {bad[:5]}")
+    return out
 
 
 def index_in(value, size: int, name: str, what: str = "") -> int:

@@ -159,6 +159,13 @@ case(
 )
 
 case(
+    TK.Vocab,
+    lambda: TK.Vocab(["x", "y"]).decode([True, False]),
+    TypeError,
+    "ids must be integer token ids, got True (bool)",
+)
+
+case(
     NU.NumberData,
     lambda: NU.NumberData(None, {}),
     TypeError,

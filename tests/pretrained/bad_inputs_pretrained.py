@@ -40,6 +40,15 @@ case(
     "max_length must be an int >= 3",
 )
 
+for thunk, error, fragment in [
+    (lambda: wordpiece().decode([999999]), ValueError, "ids must be in [0, 44), got [999999]"),
+    (lambda: wordpiece().decode([True, False]), TypeError,
+     "ids must be integer token ids, got True (bool)"),
+    (lambda: wordpiece().convert_ids_to_tokens([5, -1]), ValueError,
+     "ids must be in [0, 44), got [-1]"),
+]:  # fmt: skip
+    case(TOK.WordPieceTokenizer, thunk, error, fragment)
+
 case(
     PT.config_from_hf,
     lambda: PT.config_from_hf({}),
@@ -173,6 +182,9 @@ for thunk, error, fragment in [
      "messages[1] must be a dict with str 'role' and 'content', got {'role': 'user'}"),
     (lambda: _CHAT.chat_prompt(None), TypeError,
      "messages must be a str or a list of {'role', 'content'} dicts, got NoneType"),
+    (lambda: _CHAT.decode([True, False]), TypeError,
+     "ids must be integer token ids, got True (bool)"),
+    (lambda: _CHAT.decode([0, 2]), ValueError, "ids must be in [0, 2), got [2]"),
 ]:  # fmt: skip
     case(TOK.GGUFTokenizer, thunk, error, fragment)
 

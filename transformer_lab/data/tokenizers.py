@@ -22,30 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformer_lab.checks import string
-
-
-def _id_list(ids, vocab_size: int) -> list[int]:
-    """``ids`` (a sequence or a 1-d tensor of integers) as a list of ints, each checked to
-    be an id of a vocabulary of ``vocab_size`` (booleans and floats are refused)."""
-    if isinstance(ids, torch.Tensor):
-        if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex() or ids.dim() > 1:
-            raise TypeError(
-                f"ids must be a 1-d tensor of integer ids, got {ids.dtype} {tuple(ids.shape)}"
-            )
-        ids = ids.tolist()
-    if isinstance(ids, (str, bytes)):
-        raise TypeError(f"ids must be a sequence of integer token ids, got {type(ids).__name__}")
-    out = []
-    for i in ids:
-        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
-            raise TypeError(f"ids must be integer token ids, got {i!r} ({type(i).__name__})")
-        out.append(int(i))
-    bad = [i for i in out if not 0 <= i < vocab_size]
-    if bad:
-        raise ValueError(f"ids must be in [0, {vocab_size}), got {bad[:5]}")
-    return out
-
+from transformer_lab.checks import string, token_id_list
 
 __all__ = [
     "SPECIALS",
@@ -153,12 +130,10 @@ class Vocab:
     def decode(self, ids, strip: bool = True) -> list[str]:
         """Tokens of ``ids`` (a list or 1-d tensor). With ``strip``, ``<bos>`` and
         ``<pad>`` are dropped and decoding stops at the first ``<eos>``."""
-        if isinstance(ids, torch.Tensor):
-            if ids.dim() != 1:
-                raise ValueError(f"decode takes one sequence, got shape {tuple(ids.shape)}")
-            ids = ids.tolist()
+        if isinstance(ids, torch.Tensor) and ids.dim() != 1:
+            raise ValueError(f"decode takes one sequence, got shape {tuple(ids.shape)}")
         out = []
-        for i in ids:
+        for i in token_id_list(ids):  # ints only: True would read as <bos>
             if not 0 <= i < len(self.itos):
                 raise ValueError(f"id {i} is outside the vocabulary of {len(self)} tokens")
             if strip and i == self.eos_id:
@@ -198,7 +173,7 @@ class CharTokenizer:
         return torch.from_numpy(ids.astype(np.int64))
 
     def decode(self, ids) -> str:
-        return "".join(self.itos[i] for i in _id_list(ids, self.vocab_size))
+        return "".join(self.itos[i] for i in token_id_list(ids, self.vocab_size))
 
     def chars_per_token(self, text: str) -> float:
         return 1.0
@@ -256,7 +231,7 @@ class BPETokenizer:
         return torch.tensor(ids, dtype=torch.long)
 
     def decode(self, ids) -> str:
-        return self.tokenizer.decode(_id_list(ids, self.vocab_size))
+        return self.tokenizer.decode(token_id_list(ids, self.vocab_size))
 
     def chars_per_token(self, text: str) -> float:
         """Average characters per token on ``text``: multiply a loss in nats per token by

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from transformer_lab.checks import instance_of, is_int, require
+from transformer_lab.checks import instance_of, is_int, require, token_id_list
 from transformer_lab.device import check_device
 
 __all__ = ["WordPieceTokenizer", "TokenBatch", "GGUFTokenizer", "SPECIAL_TOKENS", "CHAT_ROLES"]
@@ -152,12 +152,13 @@ class WordPieceTokenizer:
         return self.backend.encode(text, text_pair).ids
 
     def decode(self, ids: Sequence[int] | torch.Tensor, skip_special_tokens: bool = True) -> str:
-        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        """The text of ``ids``; an id outside the vocabulary or a bool is refused (the
+        backend would drop it without a word)."""
+        ids = token_id_list(ids, self.vocab_size)
         return self.backend.decode(ids, skip_special_tokens=skip_special_tokens)
 
     def convert_ids_to_tokens(self, ids: Sequence[int] | torch.Tensor) -> list[str]:
-        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
-        return [self.backend.id_to_token(i) for i in ids]
+        return [self.backend.id_to_token(i) for i in token_id_list(ids, self.vocab_size)]
 
     def token_to_id(self, token: str) -> int:
         i = self.backend.token_to_id(token)
@@ -247,12 +248,11 @@ class GGUFTokenizer:
             if ids.dim() != 1 or ids.is_floating_point():
                 raise ValueError(f"ids must be a 1-d integer tensor, got {tuple(ids.shape)}")
             ids = ids.tolist()
-        if isinstance(ids, str) or not all(isinstance(i, int) for i in ids):
+        ids = list(ids) if isinstance(ids, Iterable) and not isinstance(ids, str) else None
+        if ids is None or not all(isinstance(i, int) for i in ids):
             raise TypeError("ids must be a sequence of ints")
-        bad = [i for i in ids if not 0 <= i < self.vocab_size]
-        if bad:
-            raise ValueError(f"ids must be in [0, {self.vocab_size}), got {bad[:5]}")
-        return self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens)
+        ids = token_id_list(ids, self.vocab_size)  # bools too: True would read as id 1
+        return self._tok.decode(ids, skip_special_tokens=skip_special_tokens)
 
     def chat_prompt(self, messages: str | Sequence[dict], add_generation_prompt: bool = True):
         """The text the model expects for a conversation, made by the file's own chat
