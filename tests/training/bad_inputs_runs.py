@@ -96,6 +96,31 @@ case(
     "checkpoint must be a file path, got the folder",
 )
 
+
+def _resume_before_the_saved_step():
+    """A 5-step run saved in a temporary folder, then resumed with steps=3."""
+    import tempfile
+
+    batches = [(torch.ones(4, 2), torch.zeros(4, 1))] * 5
+
+    def mse(model, batch):
+        return torch.nn.functional.mse_loss(model(batch[0]), batch[1])
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "run.pt"
+        TRN.train(torch.nn.Linear(2, 1), batches, mse, Run(steps=5, seed=0, checkpoint=path))
+        run = Run(steps=3, seed=0, checkpoint=path, resume=True)
+        TRN.train(torch.nn.Linear(2, 1), batches, mse, run)
+
+
+case(
+    TRN.train,
+    _resume_before_the_saved_step,
+    ValueError,
+    "run.pt is at step 5, past the run's steps=3: ask for more steps to go on, or start a new "
+    "run without resume",
+)
+
 case(Run, lambda: Run(steps=-1), ValueError, "steps must be a non-negative int, got -1")
 case(Run, lambda: Run(seconds=0), ValueError, "seconds must be")
 case(Run, lambda: Run(progress=1), TypeError, "progress must be True or False")

@@ -262,6 +262,25 @@ def test_a_resume_may_go_on_for_more_steps(tmp_path):
     assert _lin_run(path, resume=True, steps=4).steps == 4
 
 
+def test_a_resume_that_would_stop_before_the_saved_step_is_refused(tmp_path):
+    path = tmp_path / "run.pt"
+    _lin_run(path, steps=5)
+    saved = path.read_bytes()
+    with pytest.raises(ValueError) as info:
+        _lin_run(path, resume=True, steps=3)
+    assert str(info.value) == (
+        f"the checkpoint {path} is at step 5, past the run's steps=3: ask for more steps to go "
+        "on, or start a new run without resume"
+    )
+    assert path.read_bytes() == saved  # refused before a step: the run is intact
+    done = _lin_run(path, resume=True, steps=5)  # the saved step itself: nothing left to do
+    assert (done.first_step, done.steps, done.stopped_by) == (5, 5, "steps")
+    gpt_path = tmp_path / "gpt.pt"
+    train_gpt(_model(0), IDS, RECIPE, Run(seed=3, checkpoint=gpt_path, steps=5))
+    with pytest.raises(ValueError, match="is at step 5, past the run's steps=4"):
+        train_gpt(_model(0), IDS, RECIPE, Run(seed=3, checkpoint=gpt_path, steps=4, resume=True))
+
+
 def test_a_checkpoint_of_another_process_count_or_model_is_refused(tmp_path):
     path = tmp_path / "run.pt"
     _lin_run(path)

@@ -320,12 +320,20 @@ def save_run(path, model, optimizer, scheduler, result, place, settings) -> None
         torch.distributed.barrier()  # nobody reads the file before it is complete
 
 
-def resume_run(path, model, optimizer, scheduler, result, place, stream, settings) -> None:
-    """Continue the run saved in ``path`` if ``settings`` are the saved run's: restore the
-    weights, the optimizer, the schedule and ``result``, draw and skip the batches the
-    saved run used, and restore this process's random generators."""
+def resume_run(
+    path, model, optimizer, scheduler, result, place, stream, settings, steps=None
+) -> None:
+    """Continue the run saved in ``path`` if ``settings`` are the saved run's and its step
+    is not past ``steps`` (where this call stops; None: no bound): restore the weights, the
+    optimizer, the schedule and ``result``, draw and skip the batches the saved run used,
+    and restore this process's random generators."""
     state = load_checkpoint(path, map_location=next(model.parameters()).device)
     _check_same_run(path, state.get("config"), settings)
+    if steps is not None and state["step"] > steps:
+        raise ValueError(
+            f"the checkpoint {path} is at step {state['step']}, past the run's steps={steps}: "
+            "ask for more steps to go on, or start a new run without resume"
+        )
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     if (scheduler is None) != (state["scheduler"] is None):

@@ -155,7 +155,7 @@ def train(
         result, stream = TrainResult(), iter(batches)
         saving = (run.checkpoint, model, optimizer, scheduler, result, place)
         if run.resume:
-            resume_run(*saving, stream, settings)
+            resume_run(*saving, stream, settings, steps=run.steps)
         show = run.progress and place.is_main
         bar = _progress_bar(run.steps, run.desc, result.steps) if show else None
         start = time.perf_counter()
