@@ -23,7 +23,8 @@ BOOK = ROOT / "book"
 sync_notebooks = load_script("site/sync_notebooks")
 references = load_script("site/references")
 cells, in_sync = sync_notebooks.cells, sync_notebooks.in_sync
-is_notebook, toc_files = sync_notebooks.is_notebook, sync_notebooks.toc_files
+chapter_list = load_script("site/chapters")
+is_notebook, toc_files = chapter_list.is_notebook, chapter_list.toc_files
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -65,7 +65,7 @@ def stale_chapters() -> list[Path]:
     import jupytext
     import nbformat
     from book_markup import code_sources, executed_copy
-    from sync_notebooks import chapter_sources
+    from chapters import chapter_sources
 
     stale = []
     for md in chapter_sources():

@@ -1,4 +1,5 @@
-"""Create or update the ``.ipynb`` paired with every chapter listed in ``_toc.yml``.
+"""Create or update the ``.ipynb`` paired with every chapter listed in ``_toc.yml``
+(``chapters.chapter_sources``).
 
 ``python scripts/site/sync_notebooks.py`` brings each pair in sync. The ``.md`` is the chapter;
 when the two disagree the newer file wins, as with ``jupytext --sync``: a newer ``.md``
@@ -20,52 +21,17 @@ import sys
 from pathlib import Path
 
 import jupytext
-import yaml
 from jupytext.config import load_jupytext_config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from book_markup import add_reader_metadata  # noqa: E402
 
+# the chapter list lives in chapters.py (from _toc.yml); the browser tests read
+# toc_files and is_notebook from here too
+from chapters import chapter_sources, is_notebook, toc_files  # noqa: E402, F401
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def toc_files(toc_path: Path = ROOT / "_toc.yml") -> list[str]:
-    """Every file named in the table of contents (root first), without extension."""
-    toc = yaml.safe_load(toc_path.read_text())
-    files = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                files.append(entry["file"])
-            walk(entry.get("sections"))
-            for part in entry.get("parts", []):
-                walk(part.get("chapters"))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
-    return files
-
-
-def is_notebook(md_path: Path) -> bool:
-    """A chapter notebook: a ``.md`` whose front matter has jupytext and kernelspec entries."""
-    text = md_path.read_text()
-    if not text.startswith("---\n"):
-        return False
-    header = text.split("\n---", 1)[0]
-    return "jupytext:" in header and "kernelspec:" in header
-
-
-def chapter_sources() -> list[Path]:
-    """The chapter notebooks: files in the TOC whose ``.md`` carries jupytext metadata."""
-    out = []
-    for name in toc_files():
-        path = ROOT / f"{name}.md"
-        if path.exists() and is_notebook(path):
-            out.append(path)
-    return out
 
 
 def cells(path: Path) -> list[tuple[str, str]]:
