@@ -30,7 +30,8 @@ records the run's settings (model, optimizer, loss, seed, clipping, schedule, pr
 and the run's ``config``); a resume with other settings is refused with a message
 naming each one that changed. ``steps`` and ``seconds`` say where this call stops, not what
 the run is: a resume may go on for more steps (a schedule whose length matters belongs in
-the run's ``config``, as :func:`~transformer_lab.training.gpt.train_gpt` puts its recipe there).
+the run's ``config``, as :func:`~transformer_lab.training.gpt.train_gpt` puts its recipe there),
+but not stop before the checkpoint's step, which is refused.
 
 Several processes: launched by torchrun (see :mod:`transformer_lab.training.distributed`,
 whose ``setup`` must have joined the process group), every process runs this same loop on

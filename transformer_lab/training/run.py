@@ -1,10 +1,12 @@
 """How a training run goes, apart from what it trains: one :class:`Run`.
 
-:func:`~transformer_lab.training.loop.train` and every recipe built on it (``train_gpt``,
-``train_classifier``, ``train_lora``, ``train_toy``, ``train_recall``, the BERT pretraining
-recipes) take the model, the data and the optimization they need, and one ``Run`` for the
-rest: where the call stops, the seed, the device and threads, the progress line, what is
-measured along the way, and where the run is saved and resumed from::
+:func:`~transformer_lab.training.loop.train` takes the model, the batches, the loss and the
+optimization, and one ``Run`` for the rest: where the call stops, the seed, the device and
+threads, the progress line, what is measured along the way, and where the run is saved and
+resumed from. Every recipe built on it (``train_gpt``, ``train_classifier``, ``train_lora``,
+``train_toy``, ``train_recall``, the BERT pretraining recipes) takes the model, the data,
+its optimization as one frozen dataclass (``TrainRecipe``, ``ClassifierRecipe``,
+``LoraRecipe``, ``ToyRecipe``, ``RecallRecipe``, ...) and one ``Run``::
 
     from transformer_lab.training.loop import train
     from transformer_lab.training.run import Run
@@ -40,8 +42,9 @@ class Run:
 
     Attributes:
         steps: stop after this many optimizer steps, counted from the run's start (a
-            resumed run goes on to this step). A recipe with a schedule of its own length
-            (``TrainRecipe.steps``, ...) stops at the schedule's end when this is None.
+            resumed run goes on to this step; one saved past it is refused). A recipe with
+            a schedule of its own length (``TrainRecipe.steps``, ...) stops at the
+            schedule's end when this is None.
         seconds: stop once this much wall time has passed (checked after every step).
         seed: seed every generator first (dropout, shuffles drawn inside the loop). The
             model's initial weights come from the seed set before it was built.
