@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from pathlib import Path
 
 import pytest
 import torch
 from checker_helpers import assert_fails, verdict
+from script_loader import load_script
 
 from transformer_lab import exercises as ex
 from transformer_lab.exercises import runner
@@ -18,12 +20,10 @@ from transformer_lab.exercises.runner import WrongAnswer
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "transformer_lab"
 EXERCISES = PACKAGE / "exercises"
-CHAPTER_MODULES = [
-    "ch01_embeddings", "ch02_rnn", "ch03_seq2seq", "ch04_self_attention", "ch05_scaling",
-    "ch06_masking", "ch07_positions", "ch08_multi_head", "ch09_add_and_norm", "ch10_block",
-    "ch11_encoder_decoder", "ch12_bert", "ch13_gpt", "ch14_decoders", "ch15_fine_tuning",
-    "ch16_lora", "ch17_recall", "ch18_data_parallel", "ch19_whisper",
-]  # fmt: skip
+# the checker modules as the package finds them (chNN_topic.py); the chapter of each is
+# checked against the book's chapter list below
+CHAPTER_MODULES = sorted(p.stem for p in EXERCISES.glob("ch[0-9][0-9]_*.py"))
+CHECK_CALL = re.compile(r"\bcheck_[a-z0-9_]+")
 
 
 def attention(q, k, v):
@@ -177,7 +177,7 @@ def test_one_module_per_chapter_and_every_checker_re_exported():
     import importlib
 
     names = {p.stem for p in EXERCISES.glob("*.py")}
-    assert set(CHAPTER_MODULES) <= names, sorted(set(CHAPTER_MODULES) - names)
+    assert CHAPTER_MODULES and ex.CHAPTER_MODULES == CHAPTER_MODULES
     assert names - set(CHAPTER_MODULES) == {"__init__", "runner", "attention_mistakes"}
     for name in CHAPTER_MODULES:
         module = importlib.import_module(f"transformer_lab.exercises.{name}")
@@ -189,6 +189,27 @@ def test_one_module_per_chapter_and_every_checker_re_exported():
                 assert getattr(ex, public) is getattr(module, public)
     assert {"CheckResult", "WrongAnswer", "run_check"} <= set(ex.__all__)
     assert all(hasattr(ex, name) for name in ex.__all__)
+
+
+def test_each_checker_module_is_its_chapters():
+    """chNN_topic.py holds the checkers of chapter NN: the chapter exists (in the book's one
+    list, scripts/site/chapters.py), the module's docstring names it, and every checker a
+    chapter calls lives in the module of its number, so a renumbered chapter whose module
+    kept its old number fails here."""
+    import importlib
+
+    by_number = load_script("site/chapters").by_number()
+    home = {}
+    for name in CHAPTER_MODULES:
+        n = int(name[2:4])
+        assert n in by_number, f"{name}.py names chapter {n}, which the book does not have"
+        module = importlib.import_module(f"transformer_lab.exercises.{name}")
+        assert module.__doc__.startswith(f"Checkers for chapter {n},"), name
+        home |= {check: n for check in module.__all__ if check.startswith("check_")}
+    for n, stem in by_number.items():
+        calls = set(CHECK_CALL.findall((ROOT / "book" / f"{stem}.md").read_text()))
+        elsewhere = {c: home[c] for c in calls if c in home and home[c] != n}
+        assert not elsewhere, f"{stem} calls checkers of other chapters' modules: {elsewhere}"
 
 
 def _imports(path: Path):
