@@ -226,6 +226,20 @@ case(
 )
 
 case(
+    NU.exact_match,
+    lambda: NU.exact_match([None], ["1"]),
+    TypeError,
+    "predictions must hold only token sequences (lists of strings), got NoneType: None",
+)
+
+case(
+    NU.exact_match,
+    lambda: NU.exact_match([["1"]], [[1]]),
+    TypeError,
+    "references must hold only token sequences (lists of strings), got list: [1]",
+)
+
+case(
     NU.accuracy_by_length,
     lambda: NU.accuracy_by_length([True], [1, 2], [0, 5]),
     ValueError,

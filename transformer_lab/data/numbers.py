@@ -374,10 +374,27 @@ def predict(translate, data: NumberData, split: str = "test", batch_size: int = 
 
 
 def exact_match(predictions: Sequence[Sequence[str]], references: Sequence[Sequence[str]]):
-    """``[n]`` bool tensor: True where a predicted token sequence equals its reference."""
+    """``[n]`` bool tensor: True where a predicted token sequence equals its reference.
+    Each is a list or tuple of tokens (strings), or a string read as one token a character."""
+    for name, texts in (("predictions", predictions), ("references", references)):
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise TypeError(f"{name} must be a list of token sequences, got {type(texts).__name__}")
+        odd = [t for t in texts if not _tokens(t)]
+        if odd:
+            raise TypeError(
+                f"{name} must hold only token sequences (lists of strings), got "
+                f"{type(odd[0]).__name__}: {odd[0]!r:.60}"
+            )
     if len(predictions) != len(references):
         raise ValueError(f"{len(predictions)} predictions for {len(references)} references")
     return torch.tensor([list(p) == list(r) for p, r in zip(predictions, references, strict=True)])
+
+
+def _tokens(sequence) -> bool:
+    """Whether ``sequence`` is a string or a list or tuple of strings."""
+    return isinstance(sequence, str) or (
+        isinstance(sequence, (list, tuple)) and all(isinstance(t, str) for t in sequence)
+    )
 
 
 def accuracy_by_length(correct, lengths, bins: Sequence[int]) -> list[tuple[str, float, int]]:
