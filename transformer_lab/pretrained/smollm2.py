@@ -182,12 +182,33 @@ def llama_config_from_gguf(metadata: dict) -> LlamaConfig:
     )
 
 
+def _check_layer_count(n_layers: int, tensors: dict) -> None:
+    """Refuse tensors of other layers than the metadata's ``llama.block_count`` names."""
+    blocks = {name.split(".")[1] for name in tensors if name.startswith("blk.")}
+    layers = sorted(int(b) for b in blocks if b.isdigit())
+    if layers == list(range(n_layers)):
+        return
+    if not layers:
+        held = "no layer (no blk.N tensor)"
+    elif layers == [0]:
+        held = "1 layer (blk.0)"
+    elif layers == list(range(len(layers))):
+        held = f"{len(layers)} layers (blk.0 to blk.{len(layers) - 1})"
+    else:
+        held = f"the layers blk.{layers[:12]}".replace("[", "{").replace("]", "}")
+    raise ValueError(
+        f"the GGUF metadata's llama.block_count={n_layers} disagrees with its tensors, which "
+        f"hold {held}: the file is damaged or mismatched; {_GOOD_COPY}"
+    )
+
+
 def llama_from_gguf(contents: GGUFContents) -> Llama:
     """A :class:`Llama` holding the weights of ``contents`` (from :func:`read_gguf`)."""
     instance_of(contents, GGUFContents, "contents", "GGUFContents")
     meta = dict(contents.metadata, _tensor_names=tuple(contents.tensors))
     config = llama_config_from_gguf(meta)
     t = contents.tensors
+    _check_layer_count(config.n_layers, t)
 
     d, V, q, kv, d_mlp = (config.d_model, config.d_vocab, config.n_heads * config.d_head,
                           config.n_kv_heads * config.d_head, config.d_mlp)  # fmt: skip
