@@ -180,3 +180,29 @@ case(
     ValueError,
     "device must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 'gpu'",
 )
+
+
+def _book_gpt_of_another_depth():
+    """A one-layer book GPT saved in a temporary folder whose JSON then says 2 layers."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        model = GPT(GPTConfig(d_vocab=3, n_ctx=4, n_layers=1, n_heads=1, d_model=4))
+        BOOK_GPT.save_book_gpt(model, CharTokenizer("abc"), {}, folder)
+        path = Path(folder) / BOOK_GPT.INFO
+        info = json.loads(path.read_text())
+        path.write_text(json.dumps({**info, "config": {**info["config"], "n_layers": 2}}))
+        BOOK_GPT.load_book_gpt(directory=folder)
+
+
+case(
+    BOOK_GPT.load_book_gpt,
+    _book_gpt_of_another_depth,
+    ValueError,
+    "gpt_book_cpu.safetensors does not hold the model its gpt_book_cpu.json describes "
+    "(n_layers=2): 16 of the model's tensors are missing, e.g. ['blocks.1.attn.W_K', "
+    "'blocks.1.attn.W_O']; reinstall the package for the shipped files, or save the model "
+    "again with save_book_gpt",
+)

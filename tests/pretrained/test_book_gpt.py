@@ -135,7 +135,34 @@ def test_damaged_folders_are_named_with_what_is_wrong(tmp_path):
     info_path.write_text("{not json")
     with pytest.raises(ValueError, match="gpt_book_cpu.json is damaged"):
         load_book_gpt(directory=tmp_path)
+    info_path.write_text(json.dumps({**info, "config": {**info["config"], "n_layers": 2}}))
+    with pytest.raises(ValueError) as deeper:
+        load_book_gpt(directory=tmp_path)
+    assert (
+        "gpt_book_cpu.safetensors does not hold the model its gpt_book_cpu.json describes "
+        "(n_layers=2): 16 of the model's tensors are missing, e.g. ['blocks.1.attn.W_K', "
+        "'blocks.1.attn.W_O']; reinstall the package" in str(deeper.value)
+    )
     info_path.write_text(json.dumps(info))
     weights.write_bytes(weights.read_bytes()[:100])  # a truncated copy
     with pytest.raises(ValueError, match="gpt_book_cpu.safetensors could not be loaded"):
         load_book_gpt(directory=tmp_path)
+
+
+@pytest.mark.parametrize("storage", ["as-is", "int8"])
+def test_weights_of_more_layers_than_the_json_says_are_named(tmp_path, storage):
+    import json
+
+    from transformer_lab.data.tokenizers import CharTokenizer
+    from transformer_lab.models.gpt import GPTConfig
+
+    two = GPT(GPTConfig(d_vocab=3, n_ctx=4, n_layers=2, n_heads=1, d_model=8))
+    save_book_gpt(two, CharTokenizer("abc"), {}, tmp_path, storage=storage)
+    info_path = tmp_path / "gpt_book_cpu.json"
+    info = json.loads(info_path.read_text())
+    info_path.write_text(json.dumps({**info, "config": {**info["config"], "n_layers": 1}}))
+    with pytest.raises(ValueError) as shallower:
+        load_book_gpt(directory=tmp_path)
+    assert "describes (n_layers=1): 16 tensors are not the model's, e.g. ['blocks.1." in str(
+        shallower.value
+    ), shallower.value

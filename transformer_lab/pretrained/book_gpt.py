@@ -117,8 +117,31 @@ _GOOD_COPY = (
 )
 
 
-def _load_weights(model: GPT, path: str, storage: str, safetensors_torch) -> None:
-    """Read ``path`` into ``model``: as stored, or int8 matrices times their row scales."""
+def load_failure(err: BaseException) -> str:
+    """The line of a loader's error that says what is wrong: below torch's heading
+    "Error(s) in loading state_dict for GPT:" when there is one, else its first line."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    heading = len(lines) > 1 and lines[0].endswith(":")
+    return lines[heading] if lines else type(err).__name__
+
+
+def weights_mismatch(path, info: str, n_layers: int, missing, unexpected, good_copy: str):
+    """The ValueError for weights at ``path`` that do not fit the model the JSON ``info``
+    describes: how many of the model's tensors are missing and how many are not the model's,
+    with two names of each, and the layer count the JSON gives."""
+    odd = [f"{len(missing)} of the model's tensors are missing, e.g. {sorted(missing)[:2]}"]
+    odd = odd if missing else []
+    if unexpected:
+        odd += [f"{len(unexpected)} tensors are not the model's, e.g. {sorted(unexpected)[:2]}"]
+    return ValueError(
+        f"{path} does not hold the model its {info} describes (n_layers={n_layers}): "
+        f"{' and '.join(odd)}; {good_copy}"
+    )
+
+
+def _load_weights(model: GPT, path: str, storage: str, safetensors_torch):
+    """Read ``path`` into ``model``: as stored, or int8 matrices times their row scales;
+    return the names of the model's tensors the file lacks and of the file's it has not."""
     if storage == "int8":
         stored = safetensors_torch.load_file(path)
         state = {
@@ -126,11 +149,10 @@ def _load_weights(model: GPT, path: str, storage: str, safetensors_torch) -> Non
             for k, v in stored.items()
             if not k.endswith(_SCALE)
         }
-        model.load_state_dict(state)
-    elif storage == "as-is":
-        safetensors_torch.load_model(model, path)
-    else:
-        raise ValueError(f"unknown storage {storage!r}; expected one of {STORAGES}")
+        return model.load_state_dict(state, strict=False)
+    if storage == "as-is":
+        return safetensors_torch.load_model(model, path, strict=False)
+    raise ValueError(f"unknown storage {storage!r}; expected one of {STORAGES}")
 
 
 def book_gpt_info(directory: str | os.PathLike = DATA_DIR) -> dict:
@@ -170,12 +192,16 @@ def load_book_gpt(
     model = GPT(config)
     path = str(Path(directory) / WEIGHTS)
     try:
-        _load_weights(model, path, info.get("storage", "as-is"), safetensors_torch)
+        missing, unexpected = _load_weights(
+            model, path, info.get("storage", "as-is"), safetensors_torch
+        )
     except Exception as err:  # safetensors, torch and the format each fail in their own way
         raise ValueError(
             f"{path} could not be loaded into the model its {INFO} describes "
-            f"({str(err).splitlines()[0] if str(err) else type(err).__name__}); {_GOOD_COPY}"
+            f"({load_failure(err)}); {_GOOD_COPY}"
         ) from err
+    if missing or unexpected:  # e.g. weights of another number of layers
+        raise weights_mismatch(path, INFO, config.n_layers, missing, unexpected, _GOOD_COPY)
     tokenizer = CharTokenizer("".join(info["vocab"]))
     if tokenizer.itos != list(info["vocab"]):
         raise ValueError(f"{INFO} lists its characters out of order or twice")

@@ -21,6 +21,7 @@ from transformer_lab.checks import instance_of, require
 from transformer_lab.data.cache import cache_dir, disk_error, temporary_name, write_atomically
 from transformer_lab.device import check_device
 from transformer_lab.models.bert import BertConfig, BertForPreTraining
+from transformer_lab.pretrained.book_gpt import load_failure, weights_mismatch
 from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 
 __all__ = ["save_tiny_bert", "tiny_bert_info", "load_tiny_bert"]
@@ -133,21 +134,11 @@ def load_tiny_bert(
     try:  # safetensors, torch and the format each fail in their own way
         missing, unexpected = safetensors_torch.load_model(model, str(path), strict=False)
     except Exception as err:
-        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-        heading = len(lines) > 1 and lines[0].endswith(":")  # torch: "Error(s) in ...:"
-        reason = lines[heading] if lines else type(err).__name__
         raise ValueError(
-            f"{path} could not be loaded into the model its {INFO} describes ({reason}); "
-            f"{_GOOD_COPY}"
+            f"{path} could not be loaded into the model its {INFO} describes "
+            f"({load_failure(err)}); {_GOOD_COPY}"
         ) from err
     if missing or unexpected:  # e.g. weights of another number of layers
-        odd = [f"{len(missing)} of the model's tensors are missing, e.g. {sorted(missing)[:2]}"]
-        odd = odd if missing else []
-        if unexpected:
-            odd += [f"{len(unexpected)} tensors are not the model's, e.g. {sorted(unexpected)[:2]}"]
-        raise ValueError(
-            f"{path} does not hold the model its {INFO} describes (n_layers={cfg.n_layers}): "
-            f"{' and '.join(odd)}; {_GOOD_COPY}"
-        )
+        raise weights_mismatch(path, INFO, cfg.n_layers, missing, unexpected, _GOOD_COPY)
     tokenizer = WordPieceTokenizer.from_file(Path(directory) / TOKENIZER, max_length=cfg.max_pos)
     return model.to(device or "cpu").eval(), tokenizer
