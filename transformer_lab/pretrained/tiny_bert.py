@@ -140,5 +140,12 @@ def load_tiny_bert(
         ) from err
     if missing or unexpected:  # e.g. weights of another number of layers
         raise weights_mismatch(path, INFO, cfg.n_layers, missing, unexpected, _GOOD_COPY)
-    tokenizer = WordPieceTokenizer.from_file(Path(directory) / TOKENIZER, max_length=cfg.max_pos)
+    tok_path = Path(directory) / TOKENIZER
+    try:
+        tokenizer = WordPieceTokenizer.from_file(tok_path, max_length=cfg.max_pos)
+    except ValueError as err:  # the reader's error, or the tokenizer's own check
+        raise ValueError(
+            f"{tok_path} could not be read as the model's tokenizer "
+            f"({load_failure(err.__cause__ or err)}); {_GOOD_COPY}"
+        ) from err
     return model.to(device or "cpu").eval(), tokenizer
