@@ -3,6 +3,8 @@ groups, and analogies on a tiny vocabulary where the answer is known."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -112,8 +114,15 @@ def test_word_map_plotly_hover_and_arrows():
         ["people", "royals", "people", "royals"],
         arrows={"king - man + woman": [("man", "king"), ("woman", "queen")]},
     )
-    assert [list(t.text) for t in fig.data] == [["man", "woman"], ["king", "queen"]]
-    assert all("%{text}" in t.hovertemplate for t in fig.data)
+    points = [t for t in fig.data if t.mode == "markers"]
+    assert [list(t.text) for t in points] == [["man", "woman"], ["king", "queen"]]
+    assert all("%{text}" in t.hovertemplate for t in points)
+    # each group's labels are a trace of its own, hidden with the group from the legend,
+    # and carry no hover text: the markers' text is each word once
+    labels = [t for t in fig.data if t.mode == "lines+text"]
+    assert [t.legendgroup for t in labels] == [t.legendgroup for t in points]
+    assert [[w for w in t.customdata if w] for t in labels] == [["man", "woman"], ["king", "queen"]]
+    assert all(not t.text and not t.showlegend and t.hoverinfo == "skip" for t in labels)
     buttons = fig.layout.updatemenus[0].buttons
     assert [b.label for b in buttons] == ["no arrows", "king - man + woman"]
     notes = buttons[1].args[0]["annotations"]
@@ -165,6 +174,82 @@ def test_word_map_figure_labels_every_word_and_draws_the_arrows():
     assert ax.get_xlabel() == "first principal direction (10% of the variance)"
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["people", "royals"]
     matplotlib.pyplot.close(fig)
+
+
+def _crowd(n=24, seed=0):
+    """``n`` words in a tight cluster and a few far away: labels written at their points
+    would pile up."""
+    g = torch.Generator().manual_seed(seed)
+    coords = torch.cat([torch.randn(n, 2, generator=g) * 0.05, torch.tensor([[3.0, 2.0]] * 2)])
+    coords[-1] += 0.01
+    words = [f"word{i}" for i in range(n)] + ["far", "farther"]
+    return coords, words, ["a", "b"] * (n // 2) + ["c", "c"]
+
+
+def _overlaps(boxes):
+    """The pairs of boxes (x0, y0, x1, y1) that overlap by more than a pixel each way."""
+    return [
+        (i, j)
+        for i, a in enumerate(boxes)
+        for j, b in enumerate(boxes[:i])
+        if min(a[2], b[2]) - max(a[0], b[0]) > 1 and min(a[3], b[3]) - max(a[1], b[1]) > 1
+    ]
+
+
+def test_word_map_figure_labels_do_not_overlap():
+    import matplotlib
+    from matplotlib.text import Text
+
+    matplotlib.use("Agg")
+    coords, words, groups = _crowd()
+    fig = word_map_figure(coords, words, groups, arrows={"far": [("far", "word0")]})
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    ax = fig.axes[0]
+    texts = [t for t in ax.texts if t.get_text()]
+    # the text's own box (an Annotation's window extent takes in its line as well)
+    boxes = [tuple(Text.get_window_extent(t, renderer).extents) for t in texts]
+    assert sorted(t.get_text() for t in texts) == sorted(words)
+    assert not _overlaps(boxes)
+    inside = ax.bbox.extents
+    assert all(b[0] >= inside[0] - 1 and b[2] <= inside[2] + 1 for b in boxes)
+    legend = ax.get_legend().get_window_extent(renderer).extents
+    assert not [pair for pair in _overlaps([legend, *boxes]) if 0 in pair]
+    # a label that stands off from its point is joined to it by a line
+    for text, (x0, y0, x1, y1) in zip(texts, boxes, strict=True):
+        px, py = ax.transData.transform(text.xy)
+        off = math.hypot(max(x0 - px, 0, px - x1), max(y0 - py, 0, py - y1))
+        assert off < 12 or text.arrow_patch is not None, text.get_text()
+    matplotlib.pyplot.close(fig)
+
+
+def test_word_map_plotly_labels_do_not_overlap():
+    from transformer_lab.viz.layout import NARROWEST_PX
+
+    coords, words, groups = _crowd()
+    fig = word_map_plotly(coords, words, groups, arrows={"far": [("far", "word0")]})
+    layout = fig.layout
+    size = (
+        NARROWEST_PX - layout.margin.l - layout.margin.r,
+        layout.height - layout.margin.t - layout.margin.b,
+    )  # the plot the labels were placed for; a wider one only spreads them
+    (x0, x1), (y0, y1) = layout.xaxis.range, layout.yaxis.range
+    boxes, shown = [], []
+    for trace in fig.data:
+        if trace.mode != "lines+text":
+            continue
+        for x, y, word in zip(trace.x, trace.y, trace.customdata, strict=True):
+            if not word:
+                continue
+            px, py = (x - x0) / (x1 - x0) * size[0], (y - y0) / (y1 - y0) * size[1]
+            w, h = 0.6 * trace.textfont.size * len(word), trace.textfont.size
+            boxes.append((px - w / 2, py - h / 2, px + w / 2, py + h / 2))
+            shown.append(word)
+    assert sorted(shown) == sorted(words)
+    assert not _overlaps(boxes)
+    assert all(
+        b[0] >= -1 and b[1] >= -1 and b[2] <= size[0] + 1 and b[3] <= size[1] + 1 for b in boxes
+    )
 
 
 def test_word_map_controls_need_one_group_per_point():
