@@ -305,6 +305,73 @@ def test_panels_on_different_scales_get_a_colour_bar_each_below_the_panels():
         )  # fmt: skip
 
 
+def _updated(fig, state):
+    """A copy of ``fig`` as ``Plotly.update(gd, state["data"], state["layout"])`` leaves it
+    (what the site's script does on a phone)."""
+    fig = type(fig)(fig)
+    for key, value in state["layout"].items():
+        fig.layout[key] = value
+    for key, values in state["data"].items():
+        for trace, value in zip(fig.data, values, strict=True):
+            trace[key] = value
+    return fig
+
+
+def test_several_panels_stack_on_a_phone_and_come_back():
+    long = "a sentence far too long to stand in a dropdown on a phone, as chapter 4 has"
+    states = _two_panel_states(second=10.0)
+    states = {long: states["A"], "B": states["B"]}
+    labels = {long: _two_panel_labels()["A"], "B": _two_panel_labels()["B"]}
+    fig = viz.heatmap_explorer(
+        states, labels=labels, panel_titles=["scores of each query", "weights"],
+        slider_label="s", dropdown_label="sentence", zranges=[(0, 1), (-10, 10)],
+        title="A title that is longer than a phone's width holds", shared_rows=True,
+        axis_titles=[("key", "query"), ("key", "")],
+    )  # fmt: skip
+    stack = fig.layout.meta["tl_stack"]
+    assert stack["below_px"] == VIZ_LAYOUT.NARROWEST_PX
+    narrow = _updated(fig, stack["narrow"])
+    layout = narrow.layout
+    assert layout.xaxis.domain == layout.xaxis2.domain == (0.0, 1.0)
+    top, bottom = layout.yaxis.domain, layout.yaxis2.domain
+    assert top[1] == 1.0 and bottom[0] == 0.0 and bottom[1] < top[0]  # one above the other
+    plot_px = layout.height - layout.margin.t - layout.margin.b
+    assert (top[0] - bottom[1]) * plot_px > 60  # room for the column labels and a title
+    # the second panel has its own row labels and y title; each title stands over its panel
+    assert layout.yaxis2.showticklabels and layout.yaxis2.title.text == "query"
+    assert [(a.x, a.y) for a in layout.annotations[:2]] == [(0.5, top[1]), (0.5, bottom[1])]
+    # each colour bar lies under its own panel, above the next one
+    bars = [t.colorbar for t in narrow.data if t.showscale][:2]
+    assert all(b.orientation == "h" and b.x == 0.5 for b in bars)
+    assert bottom[1] < bars[0].y < top[0] and bars[1].y < bottom[0]
+    # the title and the dropdown's labels fit the phone
+    lines = layout.title.text.split("<br>")
+    assert len(lines) > 1 and all(len(line) <= VIZ_LAYOUT.PHONE_TITLE_WRAP for line in lines)
+    shown = [b.label for b in layout.updatemenus[0].buttons]
+    assert shown[0].endswith("…") and long.startswith(shown[0][:-1]) and shown[1] == "B"
+    assert VIZ_LAYOUT.label_px([shown[0]]) < VIZ_LAYOUT.PHONE_PX - 100
+    # the dropdown's and slider's moves keep the stacking: they touch none of its keys
+    moved = {k for b in layout.updatemenus[0].buttons for k in b.args[1]}
+    moved |= {k for st in layout.sliders[0].steps for k in st.args[0]}
+    assert not moved & (set(stack["narrow"]["layout"]) | set(stack["narrow"]["data"]))
+    # and back: the wide state is the figure as it was (an emptied title leaves {} behind)
+    assert _pruned(_updated(narrow, stack["wide"]).to_dict()) == _pruned(fig.to_dict())
+
+
+def _pruned(tree):
+    """``tree`` without its empty dicts."""
+    if isinstance(tree, dict):
+        kept = {k: _pruned(v) for k, v in tree.items()}
+        return {k: v for k, v in kept.items() if v != {}}
+    if isinstance(tree, list):
+        return [_pruned(v) for v in tree]
+    return tree
+
+
+def test_one_panel_has_nothing_to_stack():
+    assert _two_state_figure().layout.meta is None
+
+
 def test_max_ticks_thins_the_tick_labels():
     frames = {"a": np.zeros((48, 64))}
     names = [str(i) for i in range(64)]
@@ -403,6 +470,7 @@ PINNED_DIGESTS = {
 def _digest(fig) -> str:
     spec = fig.to_dict()
     spec["layout"].pop("template", None)
+    spec["layout"].pop("meta", None)  # the panels stacked for a phone, tested on their own
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
 
 

@@ -12,6 +12,7 @@ from transformer_lab.viz.heatmap_panels import (
     build_frame,
     build_panels,
     horizontal_spacing,
+    stacked_layout,
     style_axes,
 )
 from transformer_lab.viz.layout import REF_PLOT_PX, dropdown_menu, label_px
@@ -81,7 +82,9 @@ def heatmap_explorer(
             option (each step sets the states of all of them).
 
     Returns:
-        a ``plotly.graph_objects.Figure``; show it with :func:`show`.
+        a ``plotly.graph_objects.Figure``; show it with :func:`show`. With several panels,
+        its ``layout.meta["tl_stack"]`` holds them stacked one above the other, which the
+        site shows on a phone (see ``heatmap_panels.stacked_layout``).
     """
     from plotly.subplots import make_subplots
 
@@ -124,6 +127,11 @@ def heatmap_explorer(
         if note is not None:
             layout["annotations"] = list(fig.layout.annotations) + [note]
     fig.update_layout(**layout)
+    if panels.n > 1:  # on a phone the site stacks the panels (see stacked_layout)
+        stack = stacked_layout(
+            fig, panels, frame, labels, options, title=title, shared_rows=shared_rows
+        )
+        fig.update_layout(meta={"tl_stack": stack})
     return fig
 
 

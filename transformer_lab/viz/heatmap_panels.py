@@ -6,7 +6,8 @@ These are the parts ``heatmap_explorer`` assembles, and its interface to this mo
 stay outside ``__all__`` (chapters call ``heatmap_explorer``): ``build_panels`` makes the
 :class:`Panels`, ``build_frame`` the :class:`Frame`, ``horizontal_spacing`` gives the room
 between panels, ``add_heatmaps`` draws them, ``axis_update`` relabels their axes for one
-option and ``style_axes`` sets the axes' look."""
+option, ``style_axes`` sets the axes' look and ``stacked_layout`` stacks the panels for a
+phone."""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ from transformer_lab.viz.layout import (
     COLORBAR_PX,
     COLORBAR_ROW_PX,
     MENU_PX,
+    NARROWEST_PX,
     PANEL_TITLE_PX,
+    PHONE_PX,
+    PHONE_TITLE_WRAP,
     REF_PLOT_PX,
     SLIDER_PX,
     TOP_PAD_PX,
@@ -276,3 +280,99 @@ def style_axes(fig, panels: Panels, shared_rows: bool) -> None:
     for p, (x_title, y_title) in enumerate(panels.axis_titles):
         fig.update_xaxes(title_text=x_title or None, row=1, col=p + 1)
         fig.update_yaxes(title_text=y_title or None, row=1, col=p + 1)
+
+
+# --- on a phone: the panels one above the other ---------------------------------------------
+
+_STACK_PX = (140, 280)  # the shortest and the tallest a stacked panel gets
+_STACK_GAP_PX = 4  # between a panel's column labels (or colour bar) and the next title
+
+
+def stacked_layout(fig, panels: Panels, frame: Frame, labels, options, *, title, shared_rows):
+    """The figure with its panels one above the other, each as wide as a phone's box
+    (``PHONE_PX``), for the site's script (``_static/transformer_lab.js``) to apply when
+    the exploration's box is narrower than ``below_px``: side by side, the panels would be
+    cut at the screen's edge. Returned as ``{"below_px", "narrow", "wide"}``, where
+    ``narrow`` is the update (``{"data": ..., "layout": ...}`` for ``Plotly.update``) and
+    ``wide`` the same keys as the figure has them, to go back when the box widens.
+
+    A stacked panel is about as tall as its cells are wide (at most ``_STACK_PX``); each
+    gets its own row labels, its title above it, its colour bar below its column labels;
+    the titles are wrapped to the phone's width and the dropdown's labels shortened to it.
+    """
+    n, margin = panels.n, frame.layout["margin"]
+    y_room = max(label_px(y) for o in options for _, y in labels[o]) + 32
+    plot_w = PHONE_PX - max(margin["l"], y_room) - 24
+    names = [wrap_title(t, PHONE_TITLE_WRAP + 6) if t else t for t in panels.names]
+    heads = [PANEL_TITLE_PX * count_lines(t) + 6 if t else 0 for t in names]
+    bars = [COLORBAR_ROW_PX if p in panels.barred else 0 for p in range(n)]
+    heights = []
+    for p in range(n):
+        rows = max(len(labels[o][p][1]) for o in options)
+        cols = max(1, max(len(labels[o][p][0]) for o in options))
+        heights.append(round(min(max(rows / cols * plot_w, _STACK_PX[0]), _STACK_PX[1])))
+    title_top = title_layout(title, 1000, wrap=PHONE_TITLE_WRAP)[1] if title else TOP_PAD_PX
+    above = heads[0] + 4  # the first panel's title, between the dropdown and the panel
+    top = round(title_top + above + (MENU_PX + 6 if frame.has_menu else 0))
+    under_last = round(frame.below + 10 + bars[-1])
+    bottom = under_last + (SLIDER_PX if frame.has_slider else 0)
+    gaps = [round(frame.below) + bars[p] + _STACK_GAP_PX + heads[p + 1] for p in range(n - 1)]
+    plot_h = sum(heights) + sum(gaps)
+    height = top + plot_h + bottom
+    layout = {"height": height, "margin.t": top, "margin.b": bottom, "margin.r": 24}
+    if title:
+        stacked_title = title_layout(title, height, wrap=PHONE_TITLE_WRAP)[0]
+        layout.update({"title.text": stacked_title["text"], "title.y": stacked_title["y"]})
+    trace_keys = ["orientation", "x", "xanchor", "y", "yanchor", "len", "xpad", "ypad"]
+    bar_of = [dict.fromkeys(trace_keys) for _ in range(n)]
+    notes = [i for i, a in enumerate(fig.layout.annotations) if a.yshift is not None]
+    titles = [i for i in range(len(fig.layout.annotations)) if i not in notes]
+    cursor = 0.0  # pixels from the top of the plot area
+    for p in range(n):
+        s = "" if p == 0 else str(p + 1)
+        domain = [1 - (cursor + heights[p]) / plot_h, 1 - cursor / plot_h]
+        layout.update({f"xaxis{s}.domain": [0.0, 1.0], f"yaxis{s}.domain": domain})
+        if shared_rows and p > 0:
+            layout[f"yaxis{s}.showticklabels"] = True
+            layout[f"yaxis{s}.title.text"] = panels.axis_titles[p][1] or panels.axis_titles[0][1]
+        if p in panels.barred:
+            below = -(frame.below + 6) / plot_h
+            values = ["h", 0.5, "center", domain[0] + below, "top", 0.8, 0, 0]
+            bar_of[p] = dict(zip(trace_keys, values, strict=True))
+        cursor += heights[p] + (gaps[p] if p < n - 1 else 0)
+    named = [p for p in range(n) if panels.titles[p]]  # make_subplots skips empty titles
+    for i, p in zip(titles, named, strict=False):
+        top_of = layout[f"yaxis{'' if p == 0 else p + 1}.domain"][1]
+        layout.update({f"annotations[{i}].text": names[p], f"annotations[{i}].x": 0.5,
+                       f"annotations[{i}].y": top_of})  # fmt: skip
+    layout.update({f"annotations[{i}].yshift": above + 8 for i in notes})
+    for k, menu in enumerate(fig.layout.updatemenus):
+        layout[f"updatemenus[{k}].pad.b"] = above
+        most = int((plot_w + 24 - 30) / label_px(["x"]))
+        for j, button in enumerate(menu.buttons):
+            layout[f"updatemenus[{k}].buttons[{j}].label"] = _shorten(button.label, most)
+    for k in range(len(fig.layout.sliders)):
+        layout[f"sliders[{k}].pad.t"] = under_last
+    data = {
+        f"colorbar.{key}": [bar_of[t % n][key] for t in range(len(fig.data))] for key in trace_keys
+    }
+    wide_layout = {key: _plain(fig.layout[key]) for key in layout}
+    wide_data = {key: [_plain(trace[key]) for trace in fig.data] for key in data}
+    return {
+        "below_px": NARROWEST_PX,
+        "narrow": {"data": data, "layout": layout},
+        "wide": {"data": wide_data, "layout": wide_layout},
+    }
+
+
+def _shorten(label: str, most: int) -> str:
+    """``label`` cut after a word to at most ``most`` characters, with an ellipsis."""
+    if len(label) <= most:
+        return label
+    cut = label[: most - 1].rsplit(" ", 1)[0] if " " in label[: most - 1] else label[: most - 1]
+    return cut.rstrip() + "…"
+
+
+def _plain(value):
+    """A value read from a Plotly object as JSON takes it (tuples as lists)."""
+    return list(value) if isinstance(value, tuple) else value

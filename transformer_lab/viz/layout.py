@@ -4,7 +4,8 @@ Chapters call ``wrap_title`` and ``title_layout``. The rest is the interface the
 modules of ``viz`` (``bars``, ``grouped_bars``, ``heatmap_panels``, ``heatmap_explorer``)
 share, outside ``__all__``: the heights in pixels of what stands around a plot
 (``TOP_PAD_PX``, ``MENU_PX``, ``PANEL_TITLE_PX``, ``SLIDER_PX``, ``COLORBAR_PX``,
-``COLORBAR_ROW_PX``), the reference plot width ``REF_PLOT_PX``, a dropdown placed in pixels
+``COLORBAR_ROW_PX``), the reference plot width ``REF_PLOT_PX``, the width ``PHONE_PX`` of
+a phone's box and its title width ``PHONE_TITLE_WRAP``, a dropdown placed in pixels
 (``dropdown_menu``), a tick label's width (``label_px``), the lines of a wrapped title
 (``count_lines``), the step between tick labels (``tick_step``) and a heatmap's cells as
 Plotly takes them (``z_and_text``)."""
@@ -24,12 +25,21 @@ __all__ = ["wrap_title", "title_layout"]
 # therefore broken into lines of at most TITLE_WRAP characters (about 470 px at the title's
 # 16 px font), which fit the narrowest a figure gets: on the site a figure is never drawn
 # narrower than 620 px (on a phone it scrolls inside its own box, see
-# _static/transformer_lab.css), and the desktop column is 690-780 px wide.
+# _static/transformer_lab.css, unless its panels stack: PHONE_PX below), and the desktop
+# column is 690-780 px wide.
 TITLE_WRAP = 64
 
 TITLE_SIZE = 16
 
 NARROWEST_PX = 620  # the narrowest width the site draws a figure at
+
+# On a phone the site's box for an exploration is narrower than NARROWEST_PX (368 px at a
+# 400 px screen). A figure of several heatmap panels then stacks them, each as wide as the
+# box (heatmap_panels.stacked_layout, applied by _static/transformer_lab.js); its titles
+# and labels are laid out for a box PHONE_PX wide.
+PHONE_PX = 360
+
+PHONE_TITLE_WRAP = 34  # characters per title line at TITLE_SIZE in PHONE_PX
 
 _TITLE_LINE_PX = 21  # height of one title line at TITLE_SIZE
 
