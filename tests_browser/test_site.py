@@ -3,8 +3,10 @@
 Every page listed in ``_toc.yml`` loads without console errors and without a single request
 leaving the machine; formulas are typeset by the site's own MathJax; chapter figures are
 present with alt text; every kernel-free exploration (a Plotly figure with precomputed
-states) changes when its slider or dropdown moves; the "next" link and the search page
-work. Screenshots go to ``artifacts/``. Run after ``make book``.
+states) changes when its slider or dropdown moves; on a 400 px phone no page scrolls
+sideways and every part of every exploration can be reached (it fits, or scrolls in its
+own box under a finger); the "next" link and the search page work. Screenshots go to
+``artifacts/``. Run after ``make book``.
 """
 
 from __future__ import annotations
@@ -473,10 +475,53 @@ def _on_screen(locator) -> bool:
     return bool(box) and box["x"] >= 0 and box["x"] + box["width"] <= 401 and box["width"] > 0
 
 
+# Everything inside an exploration at a phone's width that reaches past the screen's right
+# edge, unless a box inside the exploration scrolls sideways to it; and every figure in such
+# a box that a finger cannot scroll (Plotly's drag-to-zoom takes the touch: dragmode false,
+# set by _static/transformer_lab.js, gives it to the box).
+_PAST_THE_EDGE = """() => {
+    const edge = document.documentElement.clientWidth;
+    const scrolls = (el) => ["auto", "scroll"].includes(getComputedStyle(el).overflowX)
+        && el.scrollWidth > el.clientWidth;
+    const name = (el) => el.tagName.toLowerCase() + (el.getAttribute("class") ?
+        "." + el.getAttribute("class").trim().split(/\\s+/).join(".") : "");
+    const cut = [], stuck = new Set();
+    document.querySelectorAll(".bd-article div.tl-plotly").forEach((fig, i) => {
+        for (const el of fig.querySelectorAll("*")) {
+            const r = el.getBoundingClientRect();
+            if (!r.width || !r.height || r.right <= edge + 1) continue;
+            let box = el.parentElement;
+            while (box && fig.contains(box) && !scrolls(box)) box = box.parentElement;
+            if (!box || !fig.contains(box)) {
+                cut.push(`exploration ${i}: ${name(el)} ${el.textContent.trim().slice(0, 40)}` +
+                         ` reaches ${Math.round(r.right)} px`);
+                continue;
+            }
+            box.querySelectorAll(".js-plotly-plot").forEach((gd) => {
+                if (gd._fullLayout && gd._fullLayout.dragmode !== false) stuck.add(i);
+            });
+        }
+    });
+    return {cut, stuck: [...stuck]};
+}"""
+
+
+def check_phone_explorations(page, name: str) -> None:
+    """Every part of every exploration can be reached on a phone: it fits the screen, or it
+    stands in a box of the exploration's own that scrolls sideways under a finger."""
+    found = page.evaluate(_PAST_THE_EDGE)
+    assert not found["cut"], f"{name}: cut at the right edge at 400 px: {found['cut'][:5]}"
+    assert not found["stuck"], (
+        f"{name}: explorations {found['stuck']} scroll sideways in their box at 400 px, "
+        "but Plotly's drag-to-zoom takes the touch (dragmode is not false)"
+    )
+
+
 @pytest.mark.parametrize("name", PHONE_PAGES)
 def test_phone_width(browser_context, site_url, name):
-    """At 400 px the page does not scroll sideways, and on the first page the navigation
-    button opens the table of contents."""
+    """At 400 px the page does not scroll sideways, every exploration fits the screen or
+    scrolls in its own box (``check_phone_explorations``), and on the first page the
+    navigation button opens the table of contents."""
     page = browser_context.new_page()
     page.set_default_timeout(60_000)
     page.set_viewport_size({"width": 400, "height": 800})
@@ -486,6 +531,7 @@ def test_phone_width(browser_context, site_url, name):
         page.wait_for_timeout(500)
         width = page.evaluate("() => document.documentElement.scrollWidth")
         assert width <= 401, f"{name} scrolls sideways at 400 px: {width} px wide"
+        check_phone_explorations(page, name)
         if name != PHONE_PAGES[0]:
             return
         link = page.locator(".bd-sidebar-primary a, dialog a", has_text="How to use this book")
