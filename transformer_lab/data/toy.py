@@ -3,7 +3,7 @@
 A position without an answer has the target ``IGNORE_INDEX`` (F.cross_entropy's
 ``ignore_index``, from :mod:`transformer_lab.checks`). Outside ``__all__``, the training
 loop of :mod:`transformer_lab.training.toy` reads a task's batch maker with
-:func:`batch_maker`."""
+:func:`batch_maker`, and its recipe checks the lengths with :func:`toy_lengths`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
-from transformer_lab.checks import IGNORE_INDEX, positive_int
+from transformer_lab.checks import IGNORE_INDEX, is_int, positive_int
 
 __all__ = ["IGNORE_INDEX", "previous_token", "neighbours", "toy_batches"]
 
@@ -43,11 +43,18 @@ def neighbours(batch: int, n: int, d_vocab: int, generator=None):
     return x, y  # [batch, pos], [batch, pos, 2]
 
 
-def _lengths(lengths: int | Sequence[int]) -> list[int]:
-    out = [lengths] if isinstance(lengths, int) else list(lengths)
-    if not out or any(not isinstance(n, int) or n < 2 for n in out):
+def toy_lengths(lengths: int | Sequence[int]) -> list[int]:
+    """The sequence lengths a stream draws from: ``lengths`` (an int or a list of ints,
+    each at least 2) as a list of Python ints."""
+    if is_int(lengths):
+        out = [lengths]
+    elif isinstance(lengths, Sequence) and not isinstance(lengths, str):
+        out = list(lengths)
+    else:
+        out = []
+    if not out or any(not is_int(n) or n < 2 for n in out):
         raise ValueError(f"lengths must be ints >= 2, got {lengths!r}")
-    return out
+    return [int(n) for n in out]
 
 
 TASKS: dict[str, tuple[Callable, int]] = {  # name -> (batch maker, answers per position)
@@ -75,7 +82,7 @@ def toy_batches(
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """An endless stream of fresh ``(x, y)`` batches of ``task``, each with a length drawn
     from ``lengths`` (an int or a list), all from one generator seeded by ``seed``."""
-    make, lengths = batch_maker(task), _lengths(lengths)
+    make, lengths = batch_maker(task), toy_lengths(lengths)
     generator = torch.Generator().manual_seed(seed)
     while True:
         n = lengths[int(torch.randint(len(lengths), (1,), generator=generator))]
