@@ -77,6 +77,7 @@ from transformer_lab.pretrained import ctranslate2_format as CT2_FORMAT
 from transformer_lab.pretrained import whisper as WHISPER
 from transformer_lab.training import recall as RT
 from transformer_lab.training import run as RUN
+from transformer_lab.training import toy as TRAINING_TOY
 from transformer_lab.viz import bar_labels as BAR_LABELS
 from transformer_lab.viz import pictures as PICTURES
 from transformer_lab.viz import pictures_ring as PICTURES_RING
@@ -200,6 +201,8 @@ VALID = {
         FT.train_classifier,
         (FT.build_classifier(bert().bert, 3, "finetune"), labelled(), RUN.Run(steps=2, seed=0)),
         {"batch_size": 2, "lr": 1e-3, "encoder_lr": 1e-4, "weight_decay": 0.01, "warmup": 0.1}),
+    "transformer_lab.training.toy.ToyRecipe": lambda: (
+        TRAINING_TOY.ToyRecipe, (), {"batch_size": 4, "lengths": 6, "lr": 1e-3, "grad_clip": 1.0}),
     "transformer_lab.training.finetune.fit_probe": lambda: (
         FT.fit_probe, (torch.randn(6, 3), ids(0, 1, 2, 0, 1, 2), 3),
         {"steps": 3, "lr": 0.01, "weight_decay": 0.01, "seed": 0}),

@@ -277,6 +277,31 @@ case(
 )
 
 case(
+    T.train_toy,
+    lambda: T.train_toy(
+        MODELS_TOY.TinyTransformer(MODELS_TOY.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)),
+        "previous_token",
+        {"lr": 1e-3},
+    ),
+    TypeError,
+    "recipe must be a ToyRecipe, got dict",
+)
+
+case(
+    T.ToyRecipe, lambda: T.ToyRecipe(batch_size=0), ValueError, "batch_size must be a positive int"
+)
+case(
+    T.ToyRecipe, lambda: T.ToyRecipe(lengths=[1]), ValueError, "lengths must be ints >= 2, got [1]"
+)
+case(T.ToyRecipe, lambda: T.ToyRecipe(lengths="12"), ValueError, "lengths must be ints >= 2")
+case(T.ToyRecipe, lambda: T.ToyRecipe(lr=0.0), ValueError, "lr must be a positive finite number")
+case(T.ToyRecipe, lambda: T.ToyRecipe(lr="3e-3"), TypeError, "lr must be a number, got str")
+case(T.ToyRecipe, lambda: T.ToyRecipe(grad_clip=-1.0), ValueError,
+     "grad_clip must be a positive number, got -1.0")  # fmt: skip
+case(T.ToyRecipe, lambda: T.ToyRecipe(lr_schedule=0.5), TypeError,
+     "lr_schedule must be a function step -> factor, got 0.5")  # fmt: skip
+
+case(
     T.position_accuracy,
     lambda: T.position_accuracy(
         MODELS_TOY.TinyTransformer(MODELS_TOY.ToyConfig(d_vocab=6, d_model=8, n_heads=2, d_mlp=8)),

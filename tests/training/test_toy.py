@@ -13,7 +13,7 @@ from transformer_lab.device import num_threads
 from transformer_lab.hooks import run_with_cache
 from transformer_lab.models.toy import TinyTransformer, ToyConfig
 from transformer_lab.training.run import Run
-from transformer_lab.training.toy import position_accuracy, toy_loss, train_toy
+from transformer_lab.training.toy import ToyRecipe, position_accuracy, toy_loss, train_toy
 
 
 @pytest.fixture(autouse=True)
@@ -150,7 +150,9 @@ def test_training_is_reproducible():
     for _ in range(2):
         torch.manual_seed(0)
         runs.append(
-            train_toy(TinyTransformer(ToyConfig(d_vocab=8)), run=Run(steps=5), lengths=6).losses
+            train_toy(
+                TinyTransformer(ToyConfig(d_vocab=8)), recipe=ToyRecipe(lengths=6), run=Run(steps=5)
+            ).losses
         )
     assert runs[0] == runs[1] and len(runs[0]) == 5
 
@@ -158,7 +160,8 @@ def test_training_is_reproducible():
 def test_training_learns_the_previous_token_task():
     torch.manual_seed(0)
     model = TinyTransformer(ToyConfig(d_vocab=8, d_model=16, d_mlp=32))
-    result = train_toy(model, "previous_token", Run(steps=80), batch_size=32, lengths=6, lr=1e-2)
+    recipe = ToyRecipe(batch_size=32, lengths=6, lr=1e-2)
+    result = train_toy(model, "previous_token", recipe, Run(steps=80))
     assert result.losses[-1] < 0.3 * result.losses[0]
     acc = position_accuracy(model, "previous_token", n=6)
     assert acc.shape == (6, 1) and torch.isnan(acc[0, 0])
@@ -170,10 +173,10 @@ def test_training_runs_on_one_thread_and_restores_the_count():
     seen = []
     train_toy(
         TinyTransformer(ToyConfig()),
+        recipe=ToyRecipe(lengths=4),
         run=Run(
             steps=2, eval_fn=lambda m: seen.append(torch.get_num_threads()) or 0.0, eval_every=1
         ),
-        lengths=4,
     )
     assert seen == [1, 1]  # an evaluation after each of the two steps
     assert torch.get_num_threads() == 3
