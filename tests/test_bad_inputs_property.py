@@ -220,10 +220,12 @@ VALID = {
         RT.recall_loss, (_recall_model(), _recall_batch()), {}),
     "transformer_lab.training.recall.recall_accuracy": lambda: (
         RT.recall_accuracy, (_recall_model(), _recall_batch()), {}),
+    "transformer_lab.training.recall.RecallRecipe": lambda: (
+        RT.RecallRecipe, (), {"lr": 1e-3, "batch_size": 4, "evals": 2}),
     "transformer_lab.training.recall.train_recall": lambda: (
         RT.train_recall,
-        (_recall_model(), RD.RecallTask(n_keys=8, n_values=4), 2, RUN.Run(steps=2)),
-        {"lr": 1e-3, "batch_size": 4}),
+        (_recall_model(), RD.RecallTask(n_keys=8, n_values=4), 2,
+         RT.RecallRecipe(lr=1e-3, batch_size=4), RUN.Run(steps=2)), {}),
     "transformer_lab.training.recall.choose_lr": lambda: (
         RT.choose_lr, ("gru", RD.RecallTask(n_keys=8, n_values=4), 2),
         {"steps": 1, "lrs": (1e-3,), "batch_size": 4}),

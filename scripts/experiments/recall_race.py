@@ -35,6 +35,7 @@ from transformer_lab.models.recall import KINDS
 from transformer_lab.pretrained.book_gpt import DATA_DIR
 from transformer_lab.training.recall import (
     LEARNING_RATES,
+    RecallRecipe,
     choose_lr,
     new_model,
     recall_accuracy,
@@ -53,9 +54,8 @@ def run_point(
 ) -> dict:
     """One arm at one number of pairs and seed: its curve, test accuracy and seconds."""
     model = new_model(kind, task, seed=seed)
-    run = train_recall(
-        model, task, n_pairs, Run(steps=steps, seed=seed), lr=lr, evals=evals, batch_size=BATCH
-    )
+    recipe = RecallRecipe(lr=lr, batch_size=BATCH, evals=evals)
+    run = train_recall(model, task, n_pairs, recipe, Run(steps=steps, seed=seed))
     return {
         "seed": seed,
         "curve": [[step, acc] for step, acc in run.evals],

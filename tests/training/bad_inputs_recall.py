@@ -58,12 +58,23 @@ case(RT.recall_loss, lambda: RT.recall_loss(small(), (1, 2)), TypeError, "batch 
 case(RT.recall_accuracy, lambda: RT.recall_accuracy(small(), (1, 2)), TypeError,
      "batch must be")  # fmt: skip
 case(RT.new_model, lambda: RT.new_model("transformer", TASK), ValueError, "kind")
-case(RT.train_recall, lambda: RT.train_recall(gpt(), TASK, 2, Run(steps=1), lr=1e-3), TypeError,
+RECIPE = RT.RecallRecipe(lr=1e-3)
+case(RT.train_recall, lambda: RT.train_recall(gpt(), TASK, 2, RECIPE, Run(steps=1)), TypeError,
      "model must be")  # fmt: skip
-case(RT.train_recall, lambda: RT.train_recall(small(), TASK, 2, Run(steps=0), lr=1e-3), ValueError,
+case(RT.train_recall, lambda: RT.train_recall(small(), TASK, 2, RECIPE, Run(steps=0)), ValueError,
      "steps")  # fmt: skip
-case(RT.train_recall, lambda: RT.train_recall(small(), TASK, 9, Run(steps=1), lr=1e-3), ValueError,
+case(RT.train_recall, lambda: RT.train_recall(small(), TASK, 9, RECIPE, Run(steps=1)), ValueError,
      "n_pairs=9 is more than")  # fmt: skip
+case(RT.train_recall, lambda: RT.train_recall(small(), TASK, 2, 1e-3, Run(steps=1)), TypeError,
+     "recipe must be a RecallRecipe, got float")  # fmt: skip
+case(RT.train_recall, lambda: RT.train_recall(small(), TASK, 2, RECIPE, Run()), ValueError,
+     "train_recall needs Run(steps=...)")  # fmt: skip
+case(RT.RecallRecipe, lambda: RT.RecallRecipe(lr=0.0), ValueError,
+     "lr must be a positive finite number, got 0.0")  # fmt: skip
+case(RT.RecallRecipe, lambda: RT.RecallRecipe(lr=1e-3, batch_size=0), ValueError,
+     "batch_size must be a positive int, got 0")  # fmt: skip
+case(RT.RecallRecipe, lambda: RT.RecallRecipe(lr=1e-3, evals=0), ValueError,
+     "evals must be a positive int, got 0")  # fmt: skip
 case(RT.choose_lr, lambda: RT.choose_lr("gpt", TASK, 2, steps=1, lrs=(-1.0,)), ValueError, "lr")
 
 case(HK.intervene, lambda: HK.intervene(small(), {"blocks.9.attn.z": abs}).__enter__(),

@@ -16,7 +16,8 @@ from transformer_lab.training.run import Run
 def test_the_gpt_learns_to_recall_four_pairs():
     task = RecallTask(n_keys=16, n_values=8)
     model = RT.new_model("gpt", task, n_ctx=8, d_model=32)
-    run = RT.train_recall(model, task, 4, Run(steps=200), lr=3e-3, batch_size=32, evals=2)
+    recipe = RT.RecallRecipe(lr=3e-3, batch_size=32, evals=2)
+    run = RT.train_recall(model, task, 4, recipe, Run(steps=200))
     assert [step for step, _ in run.evals] == [100, 200]
     assert RT.recall_accuracy(model, task.split("test", 4)) > 0.9
     assert RT.recall_loss(model, task.split("test", 4)) < 0.5
@@ -29,7 +30,7 @@ def test_choose_lr_takes_the_best_validation_accuracy(monkeypatch):
         def __init__(self, lr):
             self.evals = [(1, scores[lr])]
 
-    monkeypatch.setattr(RT, "train_recall", lambda *a, lr, **k: Run(lr))
+    monkeypatch.setattr(RT, "train_recall", lambda model, task, n, recipe, run: Run(recipe.lr))
     best, measured = RT.choose_lr("gru", RecallTask(n_keys=8, n_values=4), 2, steps=1)
     assert best == 3e-3 and measured == scores  # a tie goes to the smaller rate
 

@@ -4,22 +4,30 @@ Every arm gets the same budget: ``steps`` Adam steps on batches of ``batch_size`
 drawn from the same seeded stream (the same sequences, in the same order, for every arm),
 a constant learning rate and gradient clipping at 1. Each arm's learning rate is its own,
 chosen by :func:`choose_lr` on the validation split; accuracy is then reported on the test
-split. A run records its validation accuracy every ``steps // evals`` steps, so that a
-flat end (a plateau) can be checked, not assumed::
+split. A run records its validation accuracy every ``steps // evals`` steps
+(:class:`RecallRecipe`), so that a flat end (a plateau) can be checked, not assumed::
 
     task = RecallTask()
     model = new_model("gru", task)
-    run = train_recall(model, task, 16, Run(steps=600, seed=0), lr=3e-3)
+    run = train_recall(model, task, 16, RecallRecipe(lr=3e-3), Run(steps=600, seed=0))
     recall_accuracy(model, task.split("test", 16))
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import instance_of, one_of, positive_int, positive_number
+from transformer_lab.checks import (
+    finite_number,
+    instance_of,
+    one_of,
+    positive_int,
+    positive_number,
+)
 from transformer_lab.data.recall import IGNORE_INDEX, RecallBatch, RecallTask
 from transformer_lab.device import evaluating, seed_everything
 from transformer_lab.models.recall import KINDS, RecallConfig, RecallLM, matched_width
@@ -30,6 +38,7 @@ __all__ = [
     "recall_loss",
     "recall_accuracy",
     "new_model",
+    "RecallRecipe",
     "train_recall",
     "choose_lr",
     "LEARNING_RATES",
@@ -71,39 +80,49 @@ def new_model(kind: str, task: RecallTask, seed: int = 0, **gpt) -> RecallLM:
     return RecallLM(config)
 
 
+@dataclass(frozen=True)
+class RecallRecipe:
+    """How :func:`train_recall` trains an arm of the race: Adam at a constant ``lr`` on
+    batches of ``batch_size`` sequences, the gradient norm clipped at 1, and the validation
+    accuracy measured ``evals`` times over the run (the last at its end)."""
+
+    lr: float  # Adam's learning rate, constant
+    batch_size: int = 64  # sequences per step
+    evals: int = 5  # validation measurements over the run
+
+    def __post_init__(self):
+        finite_number(self.lr, "lr", above=0)
+        positive_int(self.batch_size, "batch_size")
+        positive_int(self.evals, "evals")
+
+
 def train_recall(
-    model: RecallLM,
-    task: RecallTask,
-    n_pairs: int,
-    run: Run,
-    *,
-    lr: float,
-    batch_size: int = 64,
-    evals: int = 5,
+    model: RecallLM, task: RecallTask, n_pairs: int, recipe: RecallRecipe, run: Run
 ) -> TrainResult:
-    """Train ``model`` on ``run.steps`` batches of the training stream ``run.seed`` (0 when
-    None) at a constant ``lr``; ``result.evals`` holds ``(step, validation accuracy)``
-    ``evals`` times, the last at the end; ``result.seconds`` the wall time."""
+    """Train ``model`` with ``recipe`` on ``run.steps`` batches of the training stream of
+    ``task`` with ``n_pairs`` pairs, seeded with ``run.seed`` (0 when None);
+    ``result.evals`` holds ``(step, validation accuracy)`` ``recipe.evals`` times, the
+    last at the end; ``result.seconds`` the wall time."""
     instance_of(model, RecallLM, "model")
     instance_of(task, RecallTask, "task")
+    instance_of(recipe, RecallRecipe, "recipe")
     instance_of(run, Run, "run", "a transformer_lab.training.run.Run")
     if run.steps is None:
         raise ValueError("train_recall needs Run(steps=...)")
     steps = positive_int(run.steps, "run.steps")
-    positive_int(evals, "evals")
     seed = 0 if run.seed is None else run.seed
     validation = task.split("validation", n_pairs, seed=seed)
-    measure = run.replace(eval_every=run.eval_every or max(1, steps // evals))
+    measure = run.replace(eval_every=run.eval_every or max(1, steps // recipe.evals))
     return train(
         model,
-        task.batches(n_pairs, batch_size, seed=seed),
+        task.batches(n_pairs, recipe.batch_size, seed=seed),
         recall_loss,
         measure.for_recipe(
             desc=f"{model.config.kind}, {n_pairs} pairs",
             eval_fn=lambda m: recall_accuracy(m, validation),
             seed=seed,
         ),
-        lr=lr,
+        lr=recipe.lr,
         grad_clip=1.0,
     )
 
@@ -130,8 +149,8 @@ def choose_lr(
     scores = {}
     for lr in lrs:
         model = new_model(kind, task, seed=seed)
-        run = train_recall(model, task, n_pairs, Run(steps=steps, seed=seed), lr=lr,
-                           batch_size=batch_size)  # fmt: skip
+        recipe = RecallRecipe(lr=lr, batch_size=batch_size)
+        run = train_recall(model, task, n_pairs, recipe, Run(steps=steps, seed=seed))
         scores[lr] = run.evals[-1][1]
     best = max(sorted(scores), key=lambda lr: scores[lr])  # max keeps the first of a tie
     return best, scores
