@@ -197,10 +197,15 @@ VALID = {
         FT.classification_accuracy, (classifier(), labelled()), {"batch_size": 2}),
     "transformer_lab.training.finetune.encode_features": lambda: (
         FT.encode_features, (classifier(), labelled()), {"batch_size": 2}),
+    "transformer_lab.training.finetune.ClassifierRecipe": lambda: (
+        FT.ClassifierRecipe, (),
+        {"steps": 2, "batch_size": 2, "lr": 1e-3, "encoder_lr": 1e-4, "weight_decay": 0.01,
+         "warmup": 0.1}),
     "transformer_lab.training.finetune.train_classifier": lambda: (
         FT.train_classifier,
-        (FT.build_classifier(bert().bert, 3, "finetune"), labelled(), RUN.Run(steps=2, seed=0)),
-        {"batch_size": 2, "lr": 1e-3, "encoder_lr": 1e-4, "weight_decay": 0.01, "warmup": 0.1}),
+        (FT.build_classifier(bert().bert, 3, "finetune"), labelled(),
+         FT.ClassifierRecipe(steps=2, batch_size=2, lr=1e-3, encoder_lr=1e-4),
+         RUN.Run(seed=0)), {}),
     "transformer_lab.training.toy.ToyRecipe": lambda: (
         TRAINING_TOY.ToyRecipe, (), {"batch_size": 4, "lengths": 6, "lr": 1e-3, "grad_clip": 1.0}),
     "transformer_lab.training.finetune.fit_probe": lambda: (

@@ -51,6 +51,7 @@ from transformer_lab.analysis.baselines import BASELINES, baseline_accuracy
 from transformer_lab.data import genres, topics
 from transformer_lab.models.bert import BertConfig
 from transformer_lab.training.finetune import (
+    ClassifierRecipe,
     build_classifier,
     classification_accuracy,
     encode_features,
@@ -153,15 +154,19 @@ def run_one(method, task: Task, n, seed, encoder, tokenizer, features) -> dict:
     curve_set = next(iter(task.batches))  # "seen" for the topic task, "test" for the genres
     points = SETTINGS["curve_points" if method == "scratch" else "finetune_curve_points"]
     every = max(1, steps // points)
-    result = train_classifier(
-        clf,
-        data,
-        Run(steps=steps, seed=seed, threads=SETTINGS["threads"], eval_every=every),
+    recipe = ClassifierRecipe(
+        steps=steps,
         batch_size=SETTINGS["batch_size"],
         lr=lr,
         encoder_lr=encoder_lr,
         weight_decay=SETTINGS["weight_decay"],
         warmup=SETTINGS["warmup"],
+    )
+    result = train_classifier(
+        clf,
+        data,
+        recipe,
+        Run(seed=seed, threads=SETTINGS["threads"], eval_every=every),
         eval_data=task.batches[curve_set],
     )
     for k, b in task.batches.items():  # the curve's last point is the final accuracy

@@ -38,6 +38,7 @@ from transformer_lab.data.genres import GENRES, genre_task, majority_baseline, s
 from transformer_lab.models.bert import BertModel
 from transformer_lab.models.classifier import SequenceClassifier
 from transformer_lab.training.finetune import (
+    ClassifierRecipe,
     build_classifier,
     classification_accuracy,
     encode_features,
@@ -104,16 +105,15 @@ def run_trained(encoder, tokenizer, method, texts, labels, test, seed, s=SETTING
     data = tokenize_labelled(tokenizer, texts, labels, max_length(encoder, s))
     lr = s["scratch_lr"] if method == "scratch" else s["finetune_lr"]
     encoder_lr = s["scratch_lr"] if method == "scratch" else s["finetune_encoder_lr"]
-    train_classifier(
-        clf,
-        data,
-        Run(steps=n_steps(len(labels), s), seed=seed, threads=s["threads"]),
+    recipe = ClassifierRecipe(
+        steps=n_steps(len(labels), s),
         batch_size=s["batch_size"],
         lr=lr,
         encoder_lr=encoder_lr,
         weight_decay=s["weight_decay"],
         warmup=s["warmup"],
     )
+    train_classifier(clf, data, recipe, Run(seed=seed, threads=s["threads"]))
     return classification_accuracy(clf, test)
 
 

@@ -31,6 +31,8 @@ from bad_input_support import (  # noqa: F401
 
 from transformer_lab.training.run import Run
 
+_RECIPE = FT.ClassifierRecipe(steps=2, batch_size=2, lr=1e-3)
+
 case(
     TRAINING_GPT.train_gpt,
     lambda: TRAINING_GPT.train_gpt(
@@ -512,9 +514,45 @@ case(
 
 case(
     FT.train_classifier,
-    lambda: FT.train_classifier(nn.Linear(2, 2), labelled(), Run(steps=1), batch_size=2, lr=1e-3),
+    lambda: FT.train_classifier(nn.Linear(2, 2), labelled(), _RECIPE),
     TypeError,
     "model must be a SequenceClassifier, got Linear",
+)
+case(
+    FT.train_classifier,
+    lambda: FT.train_classifier(classifier(), labelled(), {"steps": 2}),
+    TypeError,
+    "recipe must be a ClassifierRecipe, got dict",
+)
+case(
+    FT.train_classifier,
+    lambda: FT.train_classifier(classifier(), labelled(), _RECIPE, Run(steps=3)),
+    ValueError,
+    "run.steps must be in [1, 2] (the recipe's schedule), got 3",
+)
+case(
+    FT.ClassifierRecipe,
+    lambda: FT.ClassifierRecipe(steps=0, batch_size=2, lr=1e-3),
+    ValueError,
+    "steps must be a positive int, got 0",
+)
+case(
+    FT.ClassifierRecipe,
+    lambda: FT.ClassifierRecipe(steps=2, batch_size=0, lr=1e-3),
+    ValueError,
+    "batch_size must be a positive int, got 0",
+)
+case(
+    FT.ClassifierRecipe,
+    lambda: FT.ClassifierRecipe(steps=2, batch_size=2, lr=1e-3, encoder_lr=-1e-4),
+    ValueError,
+    "encoder_lr must be a positive number, got -0.0001",
+)
+case(
+    FT.ClassifierRecipe,
+    lambda: FT.ClassifierRecipe(steps=2, batch_size=2, lr=2.0, weight_decay=0.5),
+    ValueError,
+    "lr * weight_decay must be < 1",
 )
 
 case(
@@ -589,17 +627,14 @@ for target, thunk, error, fragment in [
      TypeError, "static must be True or False, got 1"),
     (FT.classification_loss, lambda: FT.classification_loss(classifier(), "batch"), TypeError,
      "data must be a ClassificationBatch, got str"),
-    (FT.train_classifier, lambda: FT.train_classifier(
-        classifier(), labelled(), Run(steps=2), batch_size=2, lr=1e-3, weight_decay=-1.0),
+    (FT.ClassifierRecipe, lambda: FT.ClassifierRecipe(
+        steps=2, batch_size=2, lr=1e-3, weight_decay=-1.0),
      ValueError, "weight_decay must be a non-negative number, got -1.0"),
-    (FT.train_classifier, lambda: FT.train_classifier(
-        classifier(), labelled(), Run(steps=2), batch_size=2, lr=1e-3, warmup=1.0),
+    (FT.ClassifierRecipe, lambda: FT.ClassifierRecipe(steps=2, batch_size=2, lr=1e-3, warmup=1.0),
      ValueError, "warmup must be in [0, 1), got 1.0"),
-    (FT.train_classifier, lambda: FT.train_classifier(
-        classifier(), labelled(), Run(steps=2), batch_size=2, lr=float("inf")),
+    (FT.ClassifierRecipe, lambda: FT.ClassifierRecipe(steps=2, batch_size=2, lr=float("inf")),
      ValueError, "lr must be a positive number, got inf"),
-    (FT.train_classifier, lambda: FT.train_classifier(
-        classifier(), _EMPTY, Run(steps=2), batch_size=2, lr=1e-3),
+    (FT.train_classifier, lambda: FT.train_classifier(classifier(), _EMPTY, _RECIPE),
      ValueError, "data must hold at least one example"),
     (FT.fit_probe, lambda: FT.fit_probe(torch.tensor([[0.0, float("nan")]] * 2), ids(0, 1), 2),
      ValueError, "features must be finite, with at least one row"),
@@ -702,17 +737,13 @@ case(
 )
 case(
     FT.train_classifier,
-    lambda: FT.train_classifier(
-        classifier(), labelled(), Run(steps=2), batch_size=2, lr=1e-3, eval_data="test"
-    ),
+    lambda: FT.train_classifier(classifier(), labelled(), _RECIPE, eval_data="test"),
     TypeError,
     "data must be a ClassificationBatch, got str",
 )
 case(
     FT.train_classifier,
-    lambda: FT.train_classifier(
-        classifier(), labelled(), Run(steps=2, eval_every=1), batch_size=2, lr=1e-3
-    ),
+    lambda: FT.train_classifier(classifier(), labelled(), _RECIPE, Run(eval_every=1)),
     ValueError,
     "eval_every needs an eval_fn",
 )

@@ -20,6 +20,7 @@ from transformer_lab.pretrained.minilm import minilm, minilm_dir
 from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training.finetune import (
     ClassificationBatch,
+    ClassifierRecipe,
     classification_accuracy,
     classification_batches,
     classification_loss,
@@ -108,7 +109,7 @@ def test_freeze_keeps_encoder_and_trains_head():
     assert not any(p.requires_grad for p in clf.encoder.parameters())
     assert all(p.requires_grad for p in clf.classifier.parameters())
     before = {k: v.clone() for k, v in clf.state_dict().items()}
-    train_classifier(clf, toy_data(), Run(steps=5, seed=0), batch_size=8, lr=1e-2)
+    train_classifier(clf, toy_data(), ClassifierRecipe(steps=5, batch_size=8, lr=1e-2), Run(seed=0))
     after = clf.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before if k.startswith("encoder."))
     assert not torch.equal(before["classifier.weight"], after["classifier.weight"])
@@ -122,16 +123,10 @@ def test_encoder_learning_rate_is_smaller():
     encoder_lr, the head's by lr (warmup 0, so the first step runs at the full rate)."""
     clf = SequenceClassifier(tiny_encoder(), 2, pooling="cls")
     before = {k: v.clone() for k, v in clf.named_parameters()}
-    train_classifier(
-        clf,
-        toy_data(),
-        Run(steps=1, seed=0),
-        batch_size=8,
-        lr=1e-2,
-        encoder_lr=1e-4,
-        weight_decay=0.0,
-        warmup=0.0,
+    recipe = ClassifierRecipe(
+        steps=1, batch_size=8, lr=1e-2, encoder_lr=1e-4, weight_decay=0.0, warmup=0.0
     )
+    train_classifier(clf, toy_data(), recipe, Run(seed=0))
     moved = {k: (v - before[k]).abs().max().item() for k, v in clf.named_parameters()}
     head = max(v for k, v in moved.items() if k.startswith("classifier."))
     body = max(v for k, v in moved.items() if k.startswith("encoder."))
@@ -143,9 +138,8 @@ def test_fine_tuning_learns_the_toy_task_through_train():
     data = toy_data(48)
     clf = SequenceClassifier(tiny_encoder(), 2, pooling="mean")
     start = classification_accuracy(clf, data)
-    result = train_classifier(
-        clf, data, Run(steps=60, seed=0), batch_size=16, lr=1e-2, encoder_lr=3e-3
-    )
+    recipe = ClassifierRecipe(steps=60, batch_size=16, lr=1e-2, encoder_lr=3e-3)
+    result = train_classifier(clf, data, recipe, Run(seed=0))
     assert result.steps == 60 and result.stopped_by == "steps"
     assert classification_accuracy(clf, data) == 1.0 and start < 0.8, start
     assert sum(result.losses[-10:]) < 0.5 * sum(result.losses[:10])

@@ -70,8 +70,8 @@ def test_a_listing_folds_the_argument_checks_and_says_how_many_lines():
     kept = [line for line in shown.code.splitlines() if "checking the arguments" not in line]
     assert all(line in whole.code.splitlines() for line in kept)
     # a check whose value is used later stays: steps is read below it
-    classifier = D.source("transformer_lab.training.finetune.train_classifier")
-    assert 'steps = positive_int(run.steps, "run.steps")' in classifier.code
+    recall = D.source("transformer_lab.training.recall.train_recall")
+    assert 'steps = positive_int(run.steps, "run.steps")' in recall.code
 
 
 def test_a_listing_shows_docstrings_with_single_backticks():

@@ -62,6 +62,7 @@ __all__ = [
     "predict",
     "classification_accuracy",
     "encode_features",
+    "ClassifierRecipe",
     "train_classifier",
     "fit_probe",
 ]
@@ -284,51 +285,73 @@ def encode_features(
     return _in_batches(model, data, batch_size, lambda b: model.features(*b))
 
 
+@dataclass(frozen=True)
+class ClassifierRecipe:
+    """How :func:`train_classifier` trains a classifier: ``steps`` mini-batches of
+    ``batch_size`` examples with AdamW, the head at ``lr`` and the (unfrozen) encoder at
+    ``encoder_lr``, the rate rising over the first ``warmup`` share of the steps and then
+    falling linearly to zero at ``steps``."""
+
+    steps: int  # optimizer steps: the length of the schedule
+    batch_size: int  # examples per step
+    lr: float  # the head's peak learning rate
+    encoder_lr: float | None = None  # the encoder's (None: lr); unused for a frozen encoder
+    weight_decay: float = 0.01  # AdamW's decoupled decay, on every trainable weight
+    warmup: float = 0.1  # share of the steps spent rising to the peak
+
+    def __post_init__(self):
+        positive_int(self.steps, "steps")
+        positive_int(self.batch_size, "batch_size")
+        positive_number(self.lr, "lr")
+        if self.encoder_lr is not None:
+            positive_number(self.encoder_lr, "encoder_lr")
+        non_negative_number(self.weight_decay, "weight_decay")
+        fraction(self.warmup, "warmup", closed=False)
+        _decay_below_one(max(self.lr, self.encoder_lr or 0), self.weight_decay)
+
+
 def train_classifier(
     model: SequenceClassifier,
     data: ClassificationBatch,
-    run: Run,
+    recipe: ClassifierRecipe,
+    run: Run | None = None,
     *,
-    batch_size: int,
-    lr: float,
-    encoder_lr: float | None = None,
-    weight_decay: float = 0.01,
-    warmup: float = 0.1,
     eval_data: ClassificationBatch | None = None,
 ) -> TrainResult:
-    """Train ``model`` on ``data`` for ``run.steps`` mini-batches with AdamW, the head at
-    ``lr`` and the (unfrozen) encoder at ``encoder_lr``, warmup then linear decay over
-    ``run.steps``, through :func:`transformer_lab.training.loop.train`. ``run.seed`` (0 when
-    None) seeds the batches and the loop; with ``run.eval_every``, the run records the
-    accuracy on ``eval_data`` (unless ``run.eval_fn`` measures something else) every
-    ``run.eval_every`` steps and at the end, in ``.evals``; ``run.checkpoint`` saves it."""
+    """Train ``model`` on ``data`` with ``recipe`` through
+    :func:`transformer_lab.training.loop.train`; returns its
+    :class:`~transformer_lab.training.loop.TrainResult`.
+
+    ``run`` (default ``Run()``) says where this call stops in the recipe's ``steps``
+    (``run.steps``, by default all of them), where it runs and what it records.
+    ``run.seed`` (0 when None) seeds the batches and the loop; with ``run.eval_every``, the
+    run records the accuracy on ``eval_data`` (unless ``run.eval_fn`` measures something
+    else) every ``run.eval_every`` steps and at the end, in ``.evals``; ``run.checkpoint``
+    saves it."""
     instance_of(model, SequenceClassifier, "model")
+    instance_of(recipe, ClassifierRecipe, "recipe")
+    run = Run() if run is None else run
     instance_of(run, Run, "run", "a transformer_lab.training.run.Run")
-    if run.steps is None:
-        raise ValueError("train_classifier needs Run(steps=...): the length of its schedule")
-    steps = positive_int(run.steps, "run.steps")
     seed = 0 if run.seed is None else run.seed
-    batches = classification_batches(data, batch_size, seed)
-    groups = model.parameter_groups(lr, encoder_lr)
-    weight_decay = non_negative_number(weight_decay, "weight_decay")
-    warmup = fraction(warmup, "warmup", closed=False)
-    _decay_below_one(max(g["lr"] for g in groups), weight_decay)
+    batches = classification_batches(data, recipe.batch_size, seed)
     if eval_data is not None:
         _check_data(eval_data)
+    groups = model.parameter_groups(recipe.lr, recipe.encoder_lr)
     accuracy = None if eval_data is None else (lambda m: classification_accuracy(m, eval_data))
     fused = next(model.parameters()).device.type in ("cpu", "cuda")
-    optimizer = torch.optim.AdamW(groups, weight_decay=weight_decay, fused=fused)
+    optimizer = torch.optim.AdamW(groups, weight_decay=recipe.weight_decay, fused=fused)
     desc = "fine-tuning" if len(groups) > 1 else "training the head"
-    settings = {"steps": steps, "warmup": warmup, "batch_size": int(batch_size)}
+    steps, batch_size = int(recipe.steps), int(recipe.batch_size)
+    settings = {"steps": steps, "warmup": float(recipe.warmup), "batch_size": batch_size}
     return train(
         model,
         batches,
         classification_loss,
         run.for_recipe(desc=desc, eval_fn=accuracy, seed=seed).replace(
-            config=settings | (run.config or {})
+            steps=run.stop_in(steps), config=settings | (run.config or {})
         ),
         optimizer=optimizer,
-        lr_schedule=warmup_linear(steps, warmup),
+        lr_schedule=warmup_linear(steps, recipe.warmup),
     )
 
 
