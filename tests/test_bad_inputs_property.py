@@ -75,6 +75,7 @@ from transformer_lab.nn.functional import at_least_float32
 from transformer_lab.pretrained import book_gpt as BOOK_GPT
 from transformer_lab.pretrained import ctranslate2_format as CT2_FORMAT
 from transformer_lab.pretrained import whisper as WHISPER
+from transformer_lab.training import lora as TRAINING_LORA
 from transformer_lab.training import recall as RT
 from transformer_lab.training import run as RUN
 from transformer_lab.training import toy as TRAINING_TOY
@@ -206,6 +207,9 @@ VALID = {
         (FT.build_classifier(bert().bert, 3, "finetune"), labelled(),
          FT.ClassifierRecipe(steps=2, batch_size=2, lr=1e-3, encoder_lr=1e-4),
          RUN.Run(seed=0)), {}),
+    "transformer_lab.training.lora.LoraRecipe": lambda: (
+        TRAINING_LORA.LoraRecipe, (),
+        {"steps": 3, "batch_size": 2, "lr": 1e-3, "weight_decay": 0.0, "warmup": 0.1}),
     "transformer_lab.training.toy.ToyRecipe": lambda: (
         TRAINING_TOY.ToyRecipe, (), {"batch_size": 4, "lengths": 6, "lr": 1e-3, "grad_clip": 1.0}),
     "transformer_lab.training.finetune.fit_probe": lambda: (

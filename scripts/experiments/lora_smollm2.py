@@ -60,6 +60,7 @@ from transformer_lab.generation.answers import greedy_answers
 from transformer_lab.nn.lora import add_lora, count_parameters, lora_state_dict
 from transformer_lab.pretrained.smollm2 import smollm2
 from transformer_lab.training.lora import (
+    LoraRecipe,
     answer_batch,
     answer_exact_match,
     answer_loss,
@@ -113,21 +114,12 @@ def lora_run(
         [str(p.number) for p in split.test],
     )
     score = lambda m: answer_exact_match(greedy_answers(m, tok, test_prompts), refs)  # noqa: E731
-    return train_lora(
-        model,
-        data,
-        Run(
-            steps=steps,
-            seed=seed,
-            eval_fn=score,
-            eval_every=eval_every,
-            progress=progress,
-            threads=1,
-        ),
-        batch_size=BATCH,
-        lr=lr,
-        schedule_steps=schedule_steps,
+    schedule = steps if schedule_steps is None else schedule_steps
+    recipe = LoraRecipe(steps=schedule, batch_size=BATCH, lr=lr)
+    run = Run(
+        steps=steps, seed=seed, eval_fn=score, eval_every=eval_every, progress=progress, threads=1
     )
+    return train_lora(model, data, recipe, run)
 
 
 def one_seed(seed: int) -> dict:

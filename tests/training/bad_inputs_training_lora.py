@@ -63,11 +63,32 @@ case(TL.answer_exact_match, lambda: TL.answer_exact_match([], []), ValueError, "
 case(TL.answer_exact_match, lambda: TL.answer_exact_match([None], ["1"]), TypeError,
      "predictions must hold only strings, got NoneType: None")  # fmt: skip
 case(
-    TL.train_lora, lambda: TL.train_lora(tiny_llama(), _data(), Run(steps=1)), ValueError, "no LoRA"
+    TL.train_lora,
+    lambda: TL.train_lora(tiny_llama(), _data(), TL.LoraRecipe(steps=1)),
+    ValueError,
+    "no LoRA",
 )
 case(
     TL.train_lora,
-    lambda: TL.train_lora(_adapted(), _data(), Run(steps=5), schedule_steps=3),
+    lambda: TL.train_lora(_adapted(), _data(), TL.LoraRecipe(steps=3), Run(steps=5)),
     ValueError,
-    "schedule_steps must be >= run.steps=5",
+    "run.steps must be in [1, 3] (the recipe's schedule), got 5",
 )
+case(
+    TL.train_lora,
+    lambda: TL.train_lora(_adapted(), _data(), {"steps": 3}),
+    TypeError,
+    "recipe must be a LoraRecipe, got dict",
+)
+case(
+    TL.LoraRecipe, lambda: TL.LoraRecipe(steps=0), ValueError, "steps must be a positive int, got 0"
+)
+case(
+    TL.LoraRecipe, lambda: TL.LoraRecipe(steps=2, batch_size=1.5), ValueError, "batch_size must be"
+)
+case(TL.LoraRecipe, lambda: TL.LoraRecipe(steps=2, lr=float("nan")), ValueError,
+     "lr must be a positive number, got nan")  # fmt: skip
+case(TL.LoraRecipe, lambda: TL.LoraRecipe(steps=2, weight_decay=-0.1), ValueError,
+     "weight_decay must be a non-negative number, got -0.1")  # fmt: skip
+case(TL.LoraRecipe, lambda: TL.LoraRecipe(steps=2, warmup=1.0), ValueError,
+     "warmup must be in [0, 1), got 1.0")  # fmt: skip

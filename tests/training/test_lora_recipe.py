@@ -60,9 +60,8 @@ def test_train_lora_learns_and_moves_only_adapters():
     data = R.answer_batch(TOK, prompts, [" 7\n"] * 4)
     score = lambda m: R.answer_exact_match(greedy_answers(m, TOK, prompts), ["7"] * 4)  # noqa: E731
     assert score(model) == 0
-    run = R.train_lora(
-        model, data, Run(steps=60, seed=0, eval_fn=score, eval_every=30), batch_size=4, lr=5e-2
-    )
+    recipe = R.LoraRecipe(steps=60, batch_size=4, lr=5e-2)
+    run = R.train_lora(model, data, recipe, Run(seed=0, eval_fn=score, eval_every=30))
     assert run.steps == 60 and run.losses[-1] < run.losses[0] / 5
     assert run.evals[-1] == (60, 1.0)
     for n, p in model.named_parameters():
@@ -71,13 +70,13 @@ def test_train_lora_learns_and_moves_only_adapters():
     assert not any(lora.merged for _, lora in lora_modules(model))  # unmerged after answering
     again = small_llama(1)
     add_lora(again, ["W_Q", "W_K", "W_V", "W_O"], rank=4, alpha=16, seed=0)
-    rerun = R.train_lora(again, data, Run(steps=60, seed=0), batch_size=4, lr=5e-2)
+    rerun = R.train_lora(again, data, recipe, Run(seed=0))
     assert rerun.losses == run.losses  # seeded: the same run
 
 
 def test_train_lora_needs_adapters():
     with pytest.raises(ValueError, match="no LoRA adapters"):
-        R.train_lora(small_llama(), R.answer_batch(TOK, ["a ="], [" 1\n"]), Run(steps=1))
+        R.train_lora(small_llama(), R.answer_batch(TOK, ["a ="], [" 1\n"]), R.LoraRecipe(steps=1))
 
 
 def test_a_short_run_is_the_start_of_a_longer_one():
@@ -88,7 +87,7 @@ def test_a_short_run_is_the_start_of_a_longer_one():
         add_lora(model, ["W_Q", "W_V"], rank=2, alpha=4, seed=1)
         runs.append(
             R.train_lora(
-                model, data, Run(steps=steps, seed=3), schedule_steps=12, batch_size=2, lr=1e-2
+                model, data, R.LoraRecipe(steps=12, batch_size=2, lr=1e-2), Run(steps=steps, seed=3)
             )
         )
     assert runs[1].losses == runs[0].losses[:5]

@@ -6,7 +6,7 @@ and its tokenizer::
 
     add_lora(model, ["W_Q", "W_K", "W_V", "W_O"], rank=8, alpha=16)     # transformer_lab.nn.lora
     data = answer_batch(tokenizer, prompts, answers)
-    run = train_lora(model, data, Run(steps=200), batch_size=8, lr=2e-3)
+    run = train_lora(model, data, LoraRecipe(steps=200, batch_size=8, lr=2e-3))
     replies = greedy_answers(model, tokenizer, test_prompts)  # transformer_lab.generation.answers
     score = answer_exact_match(replies, test_answers)
 
@@ -49,6 +49,7 @@ __all__ = [
     "answer_batches",
     "answer_loss",
     "answer_exact_match",
+    "LoraRecipe",
     "train_lora",
 ]
 
@@ -173,52 +174,56 @@ def answer_exact_match(predictions: Sequence[str], references: Sequence[str]) ->
     ) / len(predictions)
 
 
+@dataclass(frozen=True)
+class LoraRecipe:
+    """How :func:`train_lora` trains the adapters: ``steps`` mini-batches of
+    ``batch_size`` examples with AdamW at ``lr`` (decoupled ``weight_decay``), the rate
+    rising over the first ``warmup`` share of the steps and then falling linearly to zero
+    at ``steps``."""
+
+    steps: int  # optimizer steps: the length of the schedule
+    batch_size: int = 8  # examples per step
+    lr: float = 2e-3  # the peak learning rate
+    weight_decay: float = 0.0  # AdamW's decoupled decay
+    warmup: float = 0.1  # share of the steps spent rising to the peak
+
+    def __post_init__(self):
+        positive_int(self.steps, "steps")
+        positive_int(self.batch_size, "batch_size")
+        positive_number(self.lr, "lr")
+        non_negative_number(self.weight_decay, "weight_decay")
+        fraction(self.warmup, "warmup", closed=False)
+
+
 def train_lora(
-    model: nn.Module,
-    data: AnswerBatch,
-    run: Run,
-    *,
-    batch_size: int = 8,
-    lr: float = 2e-3,
-    weight_decay: float = 0.0,
-    warmup: float = 0.1,
-    schedule_steps: int | None = None,
+    model: nn.Module, data: AnswerBatch, recipe: LoraRecipe, run: Run | None = None
 ) -> TrainResult:
     """Train the LoRA adapters of ``model`` (added by :func:`~transformer_lab.nn.lora.add_lora`)
-    on ``data`` for ``run.steps`` mini-batches of :func:`answer_loss`: AdamW on the
-    adapters' ``A`` and ``B`` only, warmup then linear decay, through
-    :func:`transformer_lab.training.loop.train`. ``run.seed`` (0 when None) seeds the
-    batches and the loop.
+    on ``data`` with ``recipe``: mini-batches of :func:`answer_loss`, AdamW on the adapters'
+    ``A`` and ``B`` only, warmup then linear decay, through
+    :func:`transformer_lab.training.loop.train`.
 
-    ``schedule_steps`` (default ``run.steps``) is the length of the learning-rate schedule:
-    with ``run.steps`` smaller, the run is exactly the first ``run.steps`` steps of the
-    longer one."""
+    ``run`` (default ``Run()``) says where this call stops: ``run.steps`` (default
+    ``recipe.steps``) stops it early, exactly the first ``run.steps`` steps of the whole
+    run. ``run.seed`` (0 when None) seeds the batches and the loop."""
     instance_of(model, nn.Module, "model", "an nn.Module with LoRA adapters")
     params = lora_parameters(model)
     if not params:
         raise ValueError("model has no LoRA adapters: add_lora(model, targets) first")
     instance_of(data, AnswerBatch, "data")
+    instance_of(recipe, LoraRecipe, "recipe")
+    run = Run() if run is None else run
     instance_of(run, Run, "run", "a transformer_lab.training.run.Run")
-    if run.steps is None:
-        raise ValueError("train_lora needs Run(steps=...)")
-    steps = positive_int(run.steps, "run.steps")
+    steps = run.stop_in(recipe.steps)
     seed = 0 if run.seed is None else run.seed
-    lr = positive_number(lr, "lr")
-    weight_decay = non_negative_number(weight_decay, "weight_decay")
-    warmup = fraction(warmup, "warmup", closed=False)
-    schedule_steps = (
-        steps if schedule_steps is None else positive_int(schedule_steps, "schedule_steps")
-    )
-    if schedule_steps < steps:
-        raise ValueError(f"schedule_steps must be >= run.steps={steps}, got {schedule_steps}")
     if next(lora_modules(model))[1].merged:
         raise ValueError("the adapters are merged: unmerge_lora(model) before training")
-    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    optimizer = torch.optim.AdamW(params, lr=recipe.lr, weight_decay=recipe.weight_decay)
     return train(
         model,
-        answer_batches(data, batch_size, seed),
+        answer_batches(data, recipe.batch_size, seed),
         answer_loss,
-        run.for_recipe(desc="LoRA", seed=seed),
+        run.for_recipe(desc="LoRA", seed=seed).replace(steps=steps),
         optimizer=optimizer,
-        lr_schedule=warmup_linear(schedule_steps, warmup),
+        lr_schedule=warmup_linear(recipe.steps, recipe.warmup),
     )
