@@ -10,6 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_ARGS ?=
+UNIT_WORKERS ?= 2
 LINT_PATHS := transformer_lab tests tests_browser scripts conftest.py
 
 .PHONY: setup sync lab test unit lint format chapters book browser bench clean
@@ -37,8 +38,9 @@ lint: setup
 format: setup
 	$(BIN)/ruff check --fix $(LINT_PATHS); status=$$?; $(BIN)/ruff format $(LINT_PATHS) && exit $$status
 
+# two worker processes (pytest-xdist), one torch thread each: UNIT_WORKERS=0 runs them in one
 unit: setup
-	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest tests -q -n $(UNIT_WORKERS)
 
 # create or update the .ipynb paired with every chapter in _toc.yml
 sync: setup

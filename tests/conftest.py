@@ -6,7 +6,10 @@ Two more things every folder shares:
 
 - ``@pytest.mark.slow`` tests (the full versions of re-derivations whose quick default
   checks a shorter form) are skipped unless ``TRANSFORMER_LAB_SLOW=1``;
-- the heavy pretrained models are loaded once per run (``smollm2_contents``,
+- `make unit` runs the tests on two worker processes (pytest-xdist); each worker keeps
+  torch to one intra-op thread, so the two share the machine's cores instead of four
+  threads waiting on two;
+- the heavy pretrained models are loaded once per worker process (``smollm2_contents``,
   ``smollm2_model``, ``hf_smollm2``), not once per module. They are shared: a test that
   trains, casts or adds adapters to one works on ``copy.deepcopy`` of it, and the run
   fails at its end if a shared model's weights changed.
@@ -26,6 +29,11 @@ if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 
 SLOW = "TRANSFORMER_LAB_SLOW"
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # one of make unit's worker processes
+    import torch
+
+    torch.set_num_threads(1)
 
 
 def pytest_collection_modifyitems(config, items):
