@@ -88,6 +88,8 @@ case(
 )
 case(TL.LoraRecipe, lambda: TL.LoraRecipe(steps=2, lr=float("nan")), ValueError,
      "lr must be a positive number, got nan")  # fmt: skip
+case(TL.LoraRecipe, lambda: TL.LoraRecipe(steps=2, lr=1e30), ValueError,
+     "lr must be at most 1, got 1e+30: AdamW moves every adapter weight")  # fmt: skip
 case(TL.LoraRecipe, lambda: TL.LoraRecipe(steps=2, weight_decay=-0.1), ValueError,
      "weight_decay must be a non-negative number, got -0.1")  # fmt: skip
 case(TL.LoraRecipe, lambda: TL.LoraRecipe(steps=2, warmup=1.0), ValueError,

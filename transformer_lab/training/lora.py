@@ -191,6 +191,11 @@ class LoraRecipe:
         positive_int(self.steps, "steps")
         positive_int(self.batch_size, "batch_size")
         positive_number(self.lr, "lr")
+        if self.lr > 1:
+            raise ValueError(
+                f"lr must be at most 1, got {self.lr:g}: AdamW moves every adapter weight by "
+                "about lr at each step, and the adapters then swamp the weights they change"
+            )
         non_negative_number(self.weight_decay, "weight_decay")
         fraction(self.warmup, "warmup", closed=False)
 
