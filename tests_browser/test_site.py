@@ -19,6 +19,8 @@ from urllib.parse import urljoin, urlparse
 import pytest
 from browser_support import HTML, ROOT, PageProblems, is_local, load_script, missing
 
+from transformer_lab.viz import architecture
+
 external_loads = load_script("site/build_book").external_loads
 sync_notebooks = load_script("site/sync_notebooks")
 is_notebook, toc_files = sync_notebooks.is_notebook, sync_notebooks.toc_files
@@ -370,8 +372,8 @@ def test_search_finds_pages(browser_context, site_url):
 # --- the architecture diagram (transformer_lab.viz.architecture) ----------------------------
 
 DIAGRAM = ".bd-article figure.tl-arch"
-# chapters 4 to 13 each show the Transformer with their own part highlighted
-DIAGRAM_PAGES = [name for name in CHAPTERS if "04" <= Path(name).name[:2] <= "14"]
+# the chapters of the diagram's table each show the Transformer with their own part highlighted
+DIAGRAM_PAGES = [name for name in CHAPTERS if Path(name).name in architecture.CHAPTER_VIEWS]
 
 
 def diagram_state(html_text: str) -> list[tuple[str, tuple[str, ...]]]:

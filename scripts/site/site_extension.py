@@ -23,7 +23,9 @@
 6. Links to a chapter's notebook (``02_rnn_bottleneck.ipynb``, what a reader opens in
    JupyterLab) point at the chapter's page, and citation links
    (``references.md#vaswani2017attention``) at the entry's label on the references page.
-7. ``_static/transformer_lab.css``: figures, tables, wrapped outputs, the phone layout.
+7. ``_static/transformer_lab.css``: figures, tables, wrapped outputs, the phone layout; and
+   ``_static/transformer_lab.js``, which Jupyter Book loads on every page: on a narrow
+   screen it stacks an exploration's heatmap panels and lets a finger scroll its figures.
 8. Pages holding a live-model panel (``<div class="tl-live">``, written by
    ``transformer_lab.viz.live``) load ``_static/live/live.js`` and ``live.css``, which run
    the model in the reader's browser with ONNX Runtime Web (``scripts/site/live/``); other
