@@ -22,16 +22,11 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECK_NAMES = {
-    "is_int",
-    "positive_int",
-    "non_negative_int",
-    "positive_number",
-    "non_negative_number",
-    "fraction",
-    "one_of",
-    "floating_tensor",
-}
+# the integer and number checks of checks.py, past and present: an old commit and a new one
+# count the same lines as guards
+INT_CHECKS = ("integer", "positive_int", "non_negative_int", "int_at_least")
+NUMBER_CHECKS = ("finite_number", "positive_number", "non_negative_number", "positive")
+CHECK_NAMES = {"is_int", "fraction", "one_of", "floating_tensor", *INT_CHECKS, *NUMBER_CHECKS}
 
 
 def _is_check_call(node) -> bool:
@@ -294,9 +289,29 @@ def training_stats(tree_root: Path) -> dict:
     return {"training_parameters": out}
 
 
+def check_stats(tree_root: Path) -> dict:
+    """The functions of ``checks.py``, its spellings of "an int at least n" and of "a number
+    above or at least x", and the public functions with a private twin (``f`` and ``_f``)."""
+    pkg = tree_root / "transformer_lab"
+    tree = ast.parse((pkg / "checks.py").read_text())
+    defined = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    twins = []
+    for p in sorted(pkg.rglob("*.py")):
+        names = {n.name for n in ast.parse(p.read_text()).body if isinstance(n, ast.FunctionDef)}
+        rel = p.relative_to(tree_root).as_posix()
+        twins += [f"{rel}:{n}" for n in sorted(names) if n[0] != "_" and f"_{n}" in names]
+    return {
+        "check_functions": [n for n in defined if not n.startswith("_")],
+        "int_spellings": [n for n in INT_CHECKS if n in defined],
+        "number_spellings": [n for n in NUMBER_CHECKS if n in defined],
+        "private_twins": twins,
+    }
+
+
 def report(tree_root: Path) -> dict:
     return {
         **package_stats(tree_root),
+        **check_stats(tree_root),
         **listing_stats(tree_root),
         **seam_stats(tree_root),
         **training_stats(tree_root),
@@ -345,6 +360,13 @@ def main() -> None:
                 f"as the chapters show them (checks folded): {r['shown_lines']} lines, "
                 f"guard lines among them {r['shown_guard_lines']} ({share:.1%})"
             )
+        print(
+            f"checks.py: {len(r['check_functions'])} public functions; "
+            f"an int at least n: {', '.join(r['int_spellings'])}; "
+            f"a number above or at least x: {', '.join(r['number_spellings'])}"
+        )
+        twins = r["private_twins"]
+        print(f"public functions with a private twin: {len(twins)} ({', '.join(twins)})")
         private = r["private_imports"]
         sources = {p.split(" <- ")[0] + p.split(" <- ")[1].rsplit(".", 1)[0] for p in private}
         print(f"private names imported across modules: {len(private)} in {len(sources)} imports")
