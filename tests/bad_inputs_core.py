@@ -58,7 +58,12 @@ case(
     DV.seed_everything, lambda: DV.seed_everything(1.5), TypeError, "seed must be an int, got float"
 )
 
-case(DV.seed_everything, lambda: DV.seed_everything(-1), ValueError, "seed must be >= 0, got -1")
+case(
+    DV.seed_everything,
+    lambda: DV.seed_everything(-1),
+    ValueError,
+    "seed must be a non-negative int, got -1",
+)
 
 case(
     DV.check_device,
@@ -103,44 +108,47 @@ case(
 
 case(CH.integer, lambda: CH.integer(1.5, "n"), TypeError, "n must be an int, got float")
 case(CH.integer, lambda: CH.integer(True, "n"), TypeError, "n must be an int, got bool")
-case(CH.integer, lambda: CH.integer(2, "n", minimum=3), ValueError, "n must be >= 3, got 2")
+case(CH.integer, lambda: CH.integer(2, "n", minimum=3), ValueError, "n must be an int >= 3, got 2")
 case(
-    CH.positive_int,
-    lambda: CH.positive_int(0, "d_model"),
+    CH.integer,
+    lambda: CH.integer(0, "d_model", minimum=1),
     ValueError,
     "d_model must be a positive int, got 0",
 )
 case(
-    CH.positive_int, lambda: CH.positive_int(True, "d_model"), ValueError, "positive int, got True"
+    CH.integer,
+    lambda: CH.integer(True, "d_model", minimum=1),
+    TypeError,
+    "d_model must be an int, got bool",
 )
+case(CH.integer, lambda: CH.integer(-1, "k", minimum=0), ValueError,
+     "k must be a non-negative int, got -1")  # fmt: skip
+case(CH.integer, lambda: CH.integer(2**63, "n", minimum=1), ValueError,
+     "n must be an int of at most 63 bits")  # fmt: skip
 case(
-    CH.non_negative_int,
-    lambda: CH.non_negative_int(-1, "k"),
+    CH.finite_number,
+    lambda: CH.finite_number(0.0, "lr", above=0),
     ValueError,
-    "k must be a non-negative int",
+    "lr must be a positive finite number, got 0.0",
 )
-case(
-    CH.positive_number,
-    lambda: CH.positive_number(0.0, "lr"),
-    ValueError,
-    "lr must be a positive number",
-)
-case(CH.positive_number, lambda: CH.positive_number(10**400, "lr"), ValueError,
-     "lr must be a positive number")  # fmt: skip
+case(CH.finite_number, lambda: CH.finite_number(10**400, "lr", above=0), ValueError,
+     "lr must be a positive finite number")  # fmt: skip
 case(CH.finite_number, lambda: CH.finite_number(-(10**400), "x"), ValueError,
      "x must be a finite number")  # fmt: skip
 case(
-    CH.positive_number,
-    lambda: CH.positive_number(float("inf"), "lr"),
+    CH.finite_number,
+    lambda: CH.finite_number(float("inf"), "lr", above=0),
     ValueError,
-    "lr must be a positive",
+    "lr must be a positive finite number, got inf",
 )
 case(
-    CH.non_negative_number,
-    lambda: CH.non_negative_number(-0.5, "wd"),
+    CH.finite_number,
+    lambda: CH.finite_number(-0.5, "wd", at_least=0),
     ValueError,
-    "wd must be a non-negative number",
+    "wd must be a non-negative finite number, got -0.5",
 )
+case(CH.finite_number, lambda: CH.finite_number("1", "lr", above=0), TypeError,
+     "lr must be a number, got str")  # fmt: skip
 case(CH.finite_number, lambda: CH.finite_number(float("nan"), "x"), ValueError, "x must be")
 case(CH.fraction, lambda: CH.fraction(1.5, "p"), ValueError, "p must be in [0, 1], got 1.5")
 case(CH.fraction, lambda: CH.fraction(1.0, "p", closed=False), ValueError, "p must be in [0, 1)")

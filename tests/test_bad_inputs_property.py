@@ -133,7 +133,6 @@ def _ct2_file() -> str:
 
 # name -> () -> (callable, args, kwargs): one valid call each, on small inputs
 VALID = {
-    "transformer_lab.checks.positive_int": lambda: (CHECKS.positive_int, (3, "n"), {}),
     "transformer_lab.analysis.roofline.roofline": lambda: (ROOF.roofline, (5e8, 2.8e10), {}),
     "transformer_lab.nn.stored_weights.StoredWeight": lambda: (
         STORED.StoredWeight, (torch.randn(6, 4), "int8"), {}),
@@ -154,12 +153,8 @@ VALID = {
     "transformer_lab.pretrained.book_gpt.quantize_rows": lambda: (
         BOOK_GPT.quantize_rows,
         (torch.randn(3, 4),), {}),
-    "transformer_lab.checks.non_negative_int": lambda: (CHECKS.non_negative_int, (0, "n"), {}),
     "transformer_lab.checks.integer": lambda: (CHECKS.integer, (3, "n"), {"minimum": 1}),
     "transformer_lab.checks.seed_int": lambda: (CHECKS.seed_int, (7,), {}),
-    "transformer_lab.checks.positive_number": lambda: (CHECKS.positive_number, (0.5, "x"), {}),
-    "transformer_lab.checks.non_negative_number": lambda: (
-        CHECKS.non_negative_number, (0.5, "x"), {}),
     "transformer_lab.checks.finite_number": lambda: (
         CHECKS.finite_number, (0.5, "x"), {"above": 0.0}),
     "transformer_lab.checks.fraction": lambda: (CHECKS.fraction, (0.5, "p"), {}),

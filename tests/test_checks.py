@@ -30,10 +30,14 @@ def test_integer():
         integer(3.0, "n")
     with pytest.raises(TypeError, match="n must be an int, got bool"):
         integer(True, "n")
-    with pytest.raises(ValueError, match="n must be positive, got 0"):
+    with pytest.raises(ValueError, match="n must be a positive int, got 0"):
         integer(0, "n", minimum=1)
-    with pytest.raises(ValueError, match="n must be >= 2, got 1"):
+    with pytest.raises(ValueError, match="k must be a non-negative int, got -1"):
+        integer(-1, "k", minimum=0)
+    with pytest.raises(ValueError, match="n must be an int >= 2, got 1"):
         integer(1, "n", minimum=2)
+    with pytest.raises(TypeError, match="n must be an int, got str"):
+        integer("3", "n", minimum=1)  # a wrong type is a TypeError, whatever the bound
 
 
 @pytest.mark.parametrize(
@@ -45,7 +49,9 @@ def test_integer():
         (0, {"above": 0}, ValueError, "x must be a positive finite number, got 0"),
         (math.nan, {"above": 0}, ValueError, "x must be a positive finite number, got nan"),
         (1.0, {"above": 1}, ValueError, "x must be a finite number > 1, got 1.0"),
-        (-0.5, {"at_least": 0}, ValueError, "x must be a finite number >= 0, got -0.5"),
+        (-0.5, {"at_least": 0}, ValueError, "x must be a non-negative finite number, got -0.5"),
+        (0.5, {"at_least": 1}, ValueError, "x must be a finite number >= 1, got 0.5"),
+        ("1", {"above": 0}, TypeError, "x must be a number, got str"),
     ],
 )
 def test_finite_number_refuses(value, kwargs, error, message):
@@ -144,24 +150,22 @@ NUMPY_FLOATS = [np.float16(0.5), np.float32(0.5), np.float64(0.5)]
 @pytest.mark.parametrize("value", NUMPY_INTS)
 def test_numpy_integers_are_ints_and_come_back_as_python_ints(value):
     assert checks.is_int(value)
-    for check in (checks.positive_int, checks.non_negative_int):
-        out = check(value, "n")
+    for minimum in (None, 0, 1):
+        out = checks.integer(value, "n", minimum=minimum)
         assert out == 3 and type(out) is int
-    assert type(checks.integer(value, "n", minimum=1)) is int
-    assert type(checks.int_at_least(value, 2, "n")) is int
+    assert type(checks.integer(value, "n", minimum=2)) is int
     assert type(checks.index_in(value, 4, "i")) is int
     assert type(checks.finite_number(value, "x", above=0)) is int
 
 
 @pytest.mark.parametrize("value", NUMPY_FLOATS)
 def test_numpy_floats_are_numbers_and_come_back_as_python_floats(value):
-    for check in (checks.positive_number, checks.non_negative_number, checks.positive):
-        out = check(value, "x")
+    for bound in ({}, {"above": 0}, {"at_least": 0}):
+        out = checks.finite_number(value, "x", **bound)
         assert out == 0.5 and type(out) is float
-    assert type(checks.finite_number(value, "x", at_least=0)) is float
     assert type(checks.fraction(value, "p", closed=False)) is float
-    with pytest.raises(ValueError, match="must be a positive int"):
-        checks.positive_int(value, "n")  # a float is no int, whoever made it
+    with pytest.raises(TypeError, match="n must be an int, got float"):
+        checks.integer(value, "n", minimum=1)  # a float is no int, whoever made it
 
 
 @pytest.mark.parametrize(
@@ -169,19 +173,19 @@ def test_numpy_floats_are_numbers_and_come_back_as_python_floats(value):
 )
 def test_bools_arrays_and_numpy_nan_are_refused(value):
     assert not checks.is_int(value)
-    with pytest.raises(ValueError, match="must be a positive int"):
-        checks.positive_int(value, "n")
+    with pytest.raises(TypeError, match="n must be an int, got "):
+        checks.integer(value, "n", minimum=1)
     with pytest.raises((TypeError, ValueError), match="x must be"):
         checks.finite_number(value, "x")
     with pytest.raises(ValueError, match=r"p must be in \[0, 1\]"):
         checks.fraction(value, "p")
 
 
-@pytest.mark.parametrize("check", [checks.positive_int, checks.non_negative_int, checks.integer])
-def test_ints_beyond_63_bits_are_refused(check):
-    assert check(2**63 - 1, "n") == 2**63 - 1
-    with pytest.raises(ValueError, match="n must be"):
-        check(2**63, "n")
+@pytest.mark.parametrize("minimum", [None, 0, 1])
+def test_ints_beyond_63_bits_are_refused(minimum):
+    assert checks.integer(2**63 - 1, "n", minimum=minimum) == 2**63 - 1
+    with pytest.raises(ValueError, match="n must be an int of at most 63 bits"):
+        checks.integer(2**63, "n", minimum=minimum)
 
 
 def test_string_list_and_check_tokenizer():

@@ -2,7 +2,7 @@
 
 Every check raises a ``ValueError`` or ``TypeError`` whose message names the argument,
 what was expected and what came ("d_model must be a positive int, got 0"), and returns
-the value it checked, so a call site can read ``n = positive_int(n, "n")``. ``bool`` is
+the value it checked, so a call site can read ``n = integer(n, "n", minimum=1)``. ``bool`` is
 never an int here: ``True`` is refused wherever an int or a number is asked for.
 
 NumPy's scalars count as the numbers they hold: ``np.int64(3)`` is an int and
@@ -28,11 +28,7 @@ __all__ = [
     "IGNORE_INDEX",
     "is_int",
     "integer",
-    "positive_int",
-    "non_negative_int",
     "seed_int",
-    "positive_number",
-    "non_negative_number",
     "finite_number",
     "fraction",
     "one_of",
@@ -68,31 +64,18 @@ def _plain(value):
     return int(value) if isinstance(value, Integral) else float(value)
 
 
-def integer(value, name: str, minimum: int | None = None) -> int:
-    """``value`` if it is an int (at least ``minimum`` when given): a TypeError "``name``
-    must be an int, got float" for another type, a ValueError "``name`` must be positive,
-    got 0" (``minimum=1``) or "``name`` must be >= 2, got 1" for one too small."""
+def integer(value, name: str, *, minimum: int | None = None) -> int:
+    """``value`` if it is an int of at most 63 bits (at least ``minimum`` when given): a
+    TypeError "``name`` must be an int, got float" for another type, a ValueError
+    "``name`` must be a positive int, got 0" (``minimum=1``), "... a non-negative int,
+    got -1" (``minimum=0``) or "... an int >= 2, got 1" for one too small."""
     if not is_int(value):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if minimum is not None and value < minimum:
-        bound = "positive" if minimum == 1 else f">= {minimum}"
-        raise ValueError(f"{name} must be {bound}, got {value}")
+        want = {1: "a positive int", 0: "a non-negative int"}.get(minimum, f"an int >= {minimum}")
+        raise ValueError(f"{name} must be {want}, got {value}")
     if abs(value) >= _INT_LIMIT:
         raise ValueError(f"{name} must be an int of at most 63 bits, got {value}")
-    return _plain(value)
-
-
-def positive_int(value, name: str) -> int:
-    """``value`` if it is an int >= 1, else "``name`` must be a positive int, got ..."."""
-    if not is_int(value) or not 0 < value < _INT_LIMIT:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return _plain(value)
-
-
-def non_negative_int(value, name: str) -> int:
-    """``value`` if it is an int >= 0, else "``name`` must be a non-negative int, got ..."."""
-    if not is_int(value) or not 0 <= value < _INT_LIMIT:
-        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
     return _plain(value)
 
 
@@ -118,35 +101,25 @@ def _finite(value) -> bool:
         return False
 
 
-def positive_number(value, name: str) -> float:
-    """``value`` if it is a finite number > 0, else "``name`` must be a positive number"."""
-    if not _is_number(value) or not _finite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    return _plain(value)
-
-
-def non_negative_number(value, name: str) -> float:
-    """``value`` if it is a finite number >= 0."""
-    if not _is_number(value) or not _finite(value) or value < 0:
-        raise ValueError(f"{name} must be a non-negative number, got {value!r}")
-    return _plain(value)
-
-
 def finite_number(
     value, name: str, *, above: float | None = None, at_least: float | None = None
 ) -> float:
     """``value`` if it is a finite int or float (``> above``, ``>= at_least`` when given): a
     TypeError "``name`` must be a number, got str" for another type, else a ValueError
-    "``name`` must be a positive finite number, got 0" (``above=0``), "... a finite number
-    > 1" or "... a finite number >= 0"."""
+    "``name`` must be a positive finite number, got 0" (``above=0``), "... a non-negative
+    finite number, got -1" (``at_least=0``), "... a finite number > 1, got nan" or "... a
+    finite number, got inf"."""
     if not _is_number(value):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     low_ok = (above is None or value > above) and (at_least is None or value >= at_least)
     if not (low_ok and _finite(value)):
-        if above is not None:
-            want = "a positive finite number" if above == 0 else f"a finite number > {above}"
+        if above == 0:
+            want = "a positive finite number"
+        elif at_least == 0:
+            want = "a non-negative finite number"
         else:
-            want = "a finite number" + (f" >= {at_least}" if at_least is not None else "")
+            want = "a finite number" + (f" > {above}" if above is not None else "")
+            want += f" >= {at_least}" if at_least is not None else ""
         raise ValueError(f"{name} must be {want}, got {value!r}")
     return _plain(value)
 
@@ -322,27 +295,6 @@ def check_tokenizer(tokenizer) -> None:
         getattr(tokenizer, "decode", None)
     ):
         raise TypeError(f"tokenizer must have encode and decode, got {type(tokenizer).__name__}")
-
-
-def positive(value, name: str) -> float:
-    """``value`` if it is a finite number > 0, else a ValueError "``name`` must be positive,
-    got nan" (an infinity: "``name`` must be a positive finite number, got inf"), or a
-    TypeError for a value that is not a number. The wording of the models' epsilons and
-    standard deviations; :func:`finite_number` with ``above=0`` says "a positive finite
-    number" in every case."""
-    if not _is_number(value):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if not value > 0:
-        raise ValueError(f"{name} must be positive, got {value!r}")
-    return finite_number(value, name, above=0)
-
-
-def int_at_least(value, least: int, name: str) -> int:
-    """``value`` if it is an int >= ``least``, else a ValueError "``name`` must be an int
-    >= 0, got -1" (one message for a wrong type and a value too small)."""
-    if not is_int(value) or not least <= value < _INT_LIMIT:
-        raise ValueError(f"{name} must be an int >= {least}, got {value!r}")
-    return _plain(value)
 
 
 def autocast_on(t: torch.Tensor) -> bool:

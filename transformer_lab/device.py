@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from transformer_lab.checks import integer, positive_int
+from transformer_lab.checks import integer
 
 __all__ = [
     "device",
@@ -120,7 +120,7 @@ def num_threads(n: int | None) -> Iterator[None]:
     if n is None:
         yield
         return
-    positive_int(n, "the number of threads")
+    integer(n, "the number of threads", minimum=1)
     before = torch.get_num_threads()
     torch.set_num_threads(n)
     try:

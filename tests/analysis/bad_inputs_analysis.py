@@ -264,4 +264,4 @@ case(ROOF.decode_bytes_per_token, lambda: ROOF.decode_bytes_per_token(torch.nn.L
 case(ROOF.decode_bytes_per_token, lambda: ROOF.decode_bytes_per_token(None, 3), TypeError,
      "model must be an nn.Module, got NoneType")  # fmt: skip
 case(ROOF.roofline, lambda: ROOF.roofline(1e6, float("nan")), ValueError,
-     "bandwidth must be a positive number, got nan")  # fmt: skip
+     "bandwidth must be a positive finite number, got nan")  # fmt: skip

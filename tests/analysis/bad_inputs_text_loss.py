@@ -37,7 +37,7 @@ case(TL.text_loss, lambda: loss(gpt(), CHARS, "abc", window=4, stride=5), ValueE
 case(TL.text_loss, lambda: loss(gpt(), CHARS, "abc", window=9, stride=4), ValueError,
      "window=9 is longer than the model's context n_ctx=8")  # fmt: skip
 case(TL.text_loss, lambda: loss(gpt(), CHARS, "abc", 8, 4, start_id=-1), ValueError,
-     "start_id must be >= 0, got -1")  # fmt: skip
+     "start_id must be a non-negative int, got -1")  # fmt: skip
 case(TL.text_loss, lambda: loss(gpt(), CHARS, "abc", 8, 4, start_id=1.0), TypeError,
      "start_id must be an int, got float")  # fmt: skip
 case(TL.text_loss, lambda: loss(gpt(), CHARS, "abc", 8, 4, start_id=11), ValueError,

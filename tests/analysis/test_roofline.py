@@ -42,5 +42,5 @@ def test_the_bandwidth_of_a_read_is_plausible():
 
 def test_the_roofline_is_bandwidth_over_bytes():
     assert roofline(500e6, 28e9) == pytest.approx(56.0)
-    with pytest.raises(ValueError, match="bytes_per_token must be a positive number"):
+    with pytest.raises(ValueError, match="bytes_per_token must be a positive finite number"):
         roofline(0, 1e9)

@@ -95,7 +95,7 @@ case(
     MLM.next_sentence_pairs,
     lambda: MLM.next_sentence_pairs([[1, 2]], -1),
     ValueError,
-    "n_pairs must be an int >= 0, got -1",
+    "n_pairs must be a non-negative int, got -1",
 )
 
 case(
@@ -264,7 +264,7 @@ case(
     SH.split_plays,
     lambda: SH.split_plays(min_val_chars=-1),
     ValueError,
-    "min_val_chars must be positive, got -1",
+    "min_val_chars must be a positive int, got -1",
 )
 
 case(
@@ -366,7 +366,12 @@ case(
     "words must be a positive int, got 0",
 )
 
-case(GR.genre_task, lambda: GR.genre_task(0), ValueError, "test_per_genre must be positive, got 0")
+case(
+    GR.genre_task,
+    lambda: GR.genre_task(0),
+    ValueError,
+    "test_per_genre must be a positive int, got 0",
+)
 
 case(GR.genre_task, lambda: GR.genre_task(2.5), TypeError, "test_per_genre must be an int")
 
@@ -489,7 +494,7 @@ for target, thunk, error, fragment in [
     (SC.load, lambda: SC.load(test_fraction=1), ValueError,
      "test_fraction must be a float in (0, 1), got 1"),
     (SC.render, lambda: SC.render(CAP_SCENE, noise=float("nan")), ValueError,
-     "noise must be a non-negative number, got nan"),
+     "noise must be a non-negative finite number, got nan"),
     (SC.render, lambda: SC.render(CAP_SCENE, generator=0), TypeError,
      "generator must be a torch.Generator or None, got int"),
     (GR.sample_labelled, lambda: GR.sample_labelled("passages", 3, 0), TypeError,
@@ -503,7 +508,12 @@ for target, thunk, error, fragment in [
 ]:  # fmt: skip
     case(target, thunk, error, fragment)
 
-case(NU.NumbersConfig, lambda: NU.NumbersConfig(join=0), ValueError, "join must be positive, got 0")
+case(
+    NU.NumbersConfig,
+    lambda: NU.NumbersConfig(join=0),
+    ValueError,
+    "join must be a positive int, got 0",
+)
 case(
     NU.load,
     lambda: NU.load(joint_vocab="yes"),

@@ -6,7 +6,12 @@ from transformer_lab.data import german_numbers as GN
 
 RECORDS.update({GN.NumberPair, GN.NumberSplit})
 
-case(GN.german_words, lambda: GN.german_words(-1), ValueError, "number must be >= 0")
+case(
+    GN.german_words,
+    lambda: GN.german_words(-1),
+    ValueError,
+    "number must be a non-negative int, got -1",
+)
 case(GN.german_words, lambda: GN.german_words(2.5), TypeError, "number must be an int")
 case(GN.german_words, lambda: GN.german_words(10**7), ValueError, "below 1,000,000")
 case(GN.german_number_split, lambda: GN.german_number_split(0, 5), ValueError, "n_train")

@@ -26,7 +26,12 @@ case(SP.speak, lambda: SP.speak("hi", voice="xx-nowhere"), ValueError,
 case(SP.speak, lambda: SP.speak("hi", voice=""), ValueError,
      "voice must be an eSpeak NG voice name such as 'en-us', got ''")  # fmt: skip
 case(SP.speak, lambda: SP.speak("hi", voice=None), TypeError, "voice must be a str, got NoneType")
-case(SP.speak, lambda: SP.speak("hi", pause_ms=-1), ValueError, "pause_ms must be >= 0, got -1")
+case(
+    SP.speak,
+    lambda: SP.speak("hi", pause_ms=-1),
+    ValueError,
+    "pause_ms must be a non-negative int, got -1",
+)
 case(SP.speak, lambda: SP.speak("hi", pause_ms=0.5), TypeError, "pause_ms must be an int")
 case(SP.speak, lambda: SP.speak("hi", pause_ms=30_001), ValueError,
      "pause_ms must be at most 30000 (30 s), got 30001")  # fmt: skip

@@ -178,7 +178,7 @@ def test_joined_sentences_and_a_joint_vocabulary(tmp_cache):
     assert joint.train == single.train  # the same pairs, only the ids differ
     batch = joint.batch("train", [0, 1])
     assert joint.tgt_vocab.decode(batch.tgt[0, 1:]) == list(single.train[0].tgt)
-    with pytest.raises(ValueError, match="join must be positive, got 0"):
+    with pytest.raises(ValueError, match="join must be a positive int, got 0"):
         numbers.NumbersConfig(join=0)
     with pytest.raises(TypeError, match="joint_vocab must be a bool, got int"):
         numbers.NumbersConfig(joint_vocab=1)

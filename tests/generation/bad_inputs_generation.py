@@ -26,7 +26,7 @@ case(
     G.next_token_probs,
     lambda: G.next_token_probs(torch.randn(2, 5), temperature=float("nan")),
     ValueError,
-    "temperature must be a finite number >= 0, got nan",
+    "temperature must be a non-negative finite number, got nan",
 )
 
 case(
@@ -133,7 +133,7 @@ case(
     G.generate,
     lambda: G.generate(gpt(), ids([1, 2]), 1, temperature=-1),
     ValueError,
-    "temperature must be a finite number >= 0, got -1",
+    "temperature must be a non-negative finite number, got -1",
 )
 
 case(
@@ -196,7 +196,7 @@ case(
     D.beam_search,
     lambda: D.beam_search(enc_dec(), ids([1, 2]), bos_id=1, eos_id=2, length_penalty=-1.0),
     ValueError,
-    "length_penalty must be a finite number >= 0, got -1.0",
+    "length_penalty must be a non-negative finite number, got -1.0",
 )
 
 case(

@@ -198,7 +198,7 @@ case(
     GP.GPTConfig,
     lambda: GP.GPTConfig(d_vocab=10, eps=float("nan")),
     ValueError,
-    "eps must be positive, got nan",
+    "eps must be a positive finite number, got nan",
 )
 
 case(

@@ -212,7 +212,7 @@ case(
     "mask shape (2, 6) does not broadcast to (2, 5)",
 )
 
-case(M.causal_mask, lambda: M.causal_mask(0), ValueError, "n_query must be positive, got 0")
+case(M.causal_mask, lambda: M.causal_mask(0), ValueError, "n_query must be a positive int, got 0")
 
 case(M.causal_mask, lambda: M.causal_mask(3.0), TypeError, "n_query must be an int, got float")
 
@@ -334,7 +334,7 @@ case(
     P.sinusoidal_encoding,
     lambda: P.sinusoidal_encoding(0, 4),
     ValueError,
-    "n_positions must be positive, got 0",
+    "n_positions must be a positive int, got 0",
 )
 
 case(
@@ -362,7 +362,7 @@ case(
     P.SinusoidalPositions,
     lambda: P.SinusoidalPositions(0, 4),
     ValueError,
-    "n_positions must be positive, got 0",
+    "n_positions must be a positive int, got 0",
 )
 
 case(
@@ -567,8 +567,8 @@ for target, thunk, error, fragment in [
      "positions must be an integer tensor, got torch.bool"),
     (RO.rotary_cos_sin, lambda: RO.rotary_cos_sin(torch.arange(3) * 1j, 4), TypeError,
      "positions must be an integer tensor, got torch.complex64"),
-    (RO.rotary_cos_sin, lambda: RO.rotary_cos_sin(torch.arange(3), True), ValueError,
-     "d_head must be a positive int, got True"),
+    (RO.rotary_cos_sin, lambda: RO.rotary_cos_sin(torch.arange(3), True), TypeError,
+     "d_head must be an int, got bool"),
     (RO.rotary_cos_sin, lambda: RO.rotary_cos_sin(torch.arange(3), 4, True), TypeError,
      "base must be a number, got bool"),
     (RO.apply_rotary, lambda: RO.apply_rotary(f(2, 1, 3, 4), _cos1, _sin2), ValueError,

@@ -50,7 +50,7 @@ def test_parameter_count_is_three_matrices():
     "thunk, error, fragment",
     [
         (lambda: SwiGLU(0, 4), ValueError, "d_model"),
-        (lambda: SwiGLU(4, 2.5), ValueError, "d_mlp"),
+        (lambda: SwiGLU(4, 2.5), TypeError, "d_mlp must be an int, got float"),
         (lambda: SwiGLU(4, 8)(torch.ones(2, 5)), ValueError, "d_model=4"),
         (lambda: SwiGLU(4, 8)(torch.ones(2, 4, dtype=torch.long)), TypeError, "floating"),
     ],

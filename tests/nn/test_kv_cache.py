@@ -55,8 +55,10 @@ def test_offset_of_checks_the_cache_a_model_is_given():
         KVCache.offset_of([], 3)
     with pytest.raises(ValueError, match="kv_cache has 2 layers but the model has 3"):
         KVCache.offset_of(KVCache(2), 3)
-    for bad in (0, True, 2.0):
-        with pytest.raises(ValueError, match="n_layers must be a positive int"):
+    with pytest.raises(ValueError, match="n_layers must be a positive int, got 0"):
+        KVCache(0)
+    for bad in (True, 2.0):
+        with pytest.raises(TypeError, match="n_layers must be an int, got "):
             KVCache(bad)
 
 

@@ -64,7 +64,7 @@ def test_causal_mask_aligns_to_bottom_right(n_query, n_key):
 def test_causal_mask_bad_input():
     with pytest.raises(ValueError, match=r"n_key=2 is smaller than n_query=3"):
         causal_mask(3, 2)
-    with pytest.raises(ValueError, match=r"n_query must be positive, got 0"):
+    with pytest.raises(ValueError, match=r"n_query must be a positive int, got 0"):
         causal_mask(0)
     with pytest.raises(TypeError, match=r"n_query must be an int, got float"):
         causal_mask(2.0)
@@ -96,7 +96,7 @@ def test_padding_mask_bad_input():
         padding_mask([2, -1])
     with pytest.raises(ValueError, match=r"non-empty 1-d sequence, got shape \(0,\)"):
         padding_mask([])
-    with pytest.raises(ValueError, match=r"max_len must be positive, got 0"):
+    with pytest.raises(ValueError, match=r"max_len must be a positive int, got 0"):
         padding_mask([0, 0])
     with pytest.raises(TypeError, match=r"max_len must be an int, got float"):
         padding_mask([1], max_len=2.0)

@@ -60,8 +60,8 @@ def test_sinusoidal_base():
 @pytest.mark.parametrize(
     ("args", "error", "message"),
     [
-        ((0, 4), ValueError, r"n_positions must be positive, got 0"),
-        ((4, -2), ValueError, r"d_model must be positive, got -2"),
+        ((0, 4), ValueError, r"n_positions must be a positive int, got 0"),
+        ((4, -2), ValueError, r"d_model must be a positive int, got -2"),
         ((4.0, 4), TypeError, r"n_positions must be an int, got float"),
         ((4, True), TypeError, r"d_model must be an int, got bool"),
     ],

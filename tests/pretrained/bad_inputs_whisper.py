@@ -181,8 +181,8 @@ case(W.WhisperGeneration, lambda: W.WhisperGeneration(eot_id=-1), ValueError,
 
 case(W.mel_filters, lambda: W.mel_filters(0), ValueError, "n_mels must be a positive int, got 0")
 case(W.mel_filters, lambda: W.mel_filters(80, n_fft=1), ValueError, "n_fft must be >= 2, got 1")
-case(W.mel_filters, lambda: W.mel_filters(80, sample_rate=16000.0), ValueError,
-     "sample_rate must be a positive int")  # fmt: skip
+case(W.mel_filters, lambda: W.mel_filters(80, sample_rate=16000.0), TypeError,
+     "sample_rate must be an int, got float")  # fmt: skip
 
 case(W.log_mel, lambda: W.log_mel([0.0, 0.1]), TypeError, "audio must be a torch.Tensor, got list")
 case(W.log_mel, lambda: W.log_mel(torch.zeros(100, dtype=torch.int16)), TypeError,
@@ -315,7 +315,7 @@ case(W.greedy_transcribe, lambda: W.greedy_transcribe(tiny(), mel(80, 2000)), Va
 case(W.greedy_transcribe, lambda: W.greedy_transcribe(tiny(), mel().fill_(float("nan"))),
      ValueError, "mel has NaN or infinite values")  # fmt: skip
 case(W.greedy_transcribe, lambda: W.greedy_transcribe(tiny(), mel(), max_length=2), ValueError,
-     "max_length must be >= 3, got 2")  # fmt: skip
+     "max_length must be an int >= 3, got 2")  # fmt: skip
 case(W.greedy_transcribe, lambda: W.greedy_transcribe(tiny(), mel(), max_length=449), ValueError,
      "max_length must be at most the decoder's 448 positions, got 449")  # fmt: skip
 case(W.greedy_transcribe, lambda: W.greedy_transcribe(tiny(), mel(), self_cache="no"), TypeError,

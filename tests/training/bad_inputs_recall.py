@@ -27,7 +27,12 @@ def batch(n_pairs=2):
 
 
 case(RD.RecallTask, lambda: RD.RecallTask(n_keys=1), ValueError, "n_keys must be an int >= 2")
-case(RD.RecallTask, lambda: RD.RecallTask(n_values=1.5), ValueError, "n_values must be an int")
+case(
+    RD.RecallTask,
+    lambda: RD.RecallTask(n_values=1.5),
+    TypeError,
+    "n_values must be an int, got float",
+)
 case(RD.RecallTask, lambda: TASK.batch(9, 2, torch.Generator()), ValueError,
      "n_pairs=9 is more than the task's n_keys=8")  # fmt: skip
 case(RD.RecallTask, lambda: TASK.batch(0, 2, torch.Generator()), ValueError, "n_pairs")

@@ -124,7 +124,7 @@ case(
 case(Run, lambda: Run(steps=-1), ValueError, "steps must be a non-negative int, got -1")
 case(Run, lambda: Run(seconds=0), ValueError, "seconds must be")
 case(Run, lambda: Run(progress=1), TypeError, "progress must be True or False")
-case(Run, lambda: Run(threads=0), ValueError, "threads must be a positive int or None, got 0")
+case(Run, lambda: Run(threads=0), ValueError, "threads must be a positive int, got 0")
 case(Run, lambda: Run(eval_every=0), ValueError, "eval_every must be a positive int, got 0")
 case(
     TRN.train,

@@ -95,7 +95,7 @@ case(
     TRAINING_GPT.TrainRecipe,
     lambda: TRAINING_GPT.TrainRecipe(lr=float("nan")),
     ValueError,
-    "lr must be positive, got nan",
+    "lr must be a positive finite number, got nan",
 )
 
 case(
@@ -109,7 +109,7 @@ case(
     TRAINING_GPT.lr_factor,
     lambda: TRAINING_GPT.lr_factor(-1, TRAINING_GPT.TrainRecipe()),
     ValueError,
-    "step must be an int >= 0, got -1",
+    "step must be a non-negative int, got -1",
 )
 
 case(
@@ -299,7 +299,7 @@ case(T.ToyRecipe, lambda: T.ToyRecipe(lengths="12"), ValueError, "lengths must b
 case(T.ToyRecipe, lambda: T.ToyRecipe(lr=0.0), ValueError, "lr must be a positive finite number")
 case(T.ToyRecipe, lambda: T.ToyRecipe(lr="3e-3"), TypeError, "lr must be a number, got str")
 case(T.ToyRecipe, lambda: T.ToyRecipe(grad_clip=-1.0), ValueError,
-     "grad_clip must be a positive number, got -1.0")  # fmt: skip
+     "grad_clip must be a positive finite number, got -1.0")  # fmt: skip
 case(T.ToyRecipe, lambda: T.ToyRecipe(lr_schedule=0.5), TypeError,
      "lr_schedule must be a function step -> factor, got 0.5")  # fmt: skip
 
@@ -323,7 +323,12 @@ case(
 # the shipped tiny BERT (chapter 12)
 case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(d_model=130), ValueError, "d_model=130")
 
-case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(steps=0), ValueError, "steps must be positive")
+case(
+    TBT.TinyBertRecipe,
+    lambda: TBT.TinyBertRecipe(steps=0),
+    ValueError,
+    "steps must be a positive int, got 0",
+)
 case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(steps=100), ValueError,
      "warmup=200 is longer than steps=100")  # fmt: skip
 
@@ -425,7 +430,7 @@ case(
     FT.SequenceClassifier,
     lambda: classifier().parameter_groups(1e-3, 0),
     ValueError,
-    "encoder_lr must be a positive number, got 0",
+    "encoder_lr must be a positive finite number, got 0",
 )
 
 case(FT.ClassificationBatch, lambda: labelled().to("gpu"), ValueError, "got 'gpu'")
@@ -546,7 +551,7 @@ case(
     FT.ClassifierRecipe,
     lambda: FT.ClassifierRecipe(steps=2, batch_size=2, lr=1e-3, encoder_lr=-1e-4),
     ValueError,
-    "encoder_lr must be a positive number, got -0.0001",
+    "encoder_lr must be a positive finite number, got -0.0001",
 )
 case(
     FT.ClassifierRecipe,
@@ -629,11 +634,11 @@ for target, thunk, error, fragment in [
      "data must be a ClassificationBatch, got str"),
     (FT.ClassifierRecipe, lambda: FT.ClassifierRecipe(
         steps=2, batch_size=2, lr=1e-3, weight_decay=-1.0),
-     ValueError, "weight_decay must be a non-negative number, got -1.0"),
+     ValueError, "weight_decay must be a non-negative finite number, got -1.0"),
     (FT.ClassifierRecipe, lambda: FT.ClassifierRecipe(steps=2, batch_size=2, lr=1e-3, warmup=1.0),
      ValueError, "warmup must be in [0, 1), got 1.0"),
     (FT.ClassifierRecipe, lambda: FT.ClassifierRecipe(steps=2, batch_size=2, lr=float("inf")),
-     ValueError, "lr must be a positive number, got inf"),
+     ValueError, "lr must be a positive finite number, got inf"),
     (FT.train_classifier, lambda: FT.train_classifier(classifier(), _EMPTY, _RECIPE),
      ValueError, "data must hold at least one example"),
     (FT.fit_probe, lambda: FT.fit_probe(torch.tensor([[0.0, float("nan")]] * 2), ids(0, 1), 2),
@@ -641,11 +646,11 @@ for target, thunk, error, fragment in [
     (FT.fit_probe, lambda: FT.fit_probe(f(4, 2), ids(0, 1, 0, 1), 2, steps=0), ValueError,
      "steps must be a positive int, got 0"),
     (FT.fit_probe, lambda: FT.fit_probe(f(4, 2), ids(0, 1, 0, 1), 2, lr=float("nan")),
-     ValueError, "lr must be a positive number, got nan"),
+     ValueError, "lr must be a positive finite number, got nan"),
     (FT.build_classifier, lambda: FT.build_classifier(bert().bert, 3, "probe", seed=2**64),
      ValueError, "seed must be an int in [-2**63, 2**64)"),
     (FT.build_classifier, lambda: FT.build_classifier(bert().bert, 1, "probe"), ValueError,
-     "n_classes must be >= 2, got 1"),
+     "n_classes must be an int >= 2, got 1"),
     (FT.tokenize_labelled, lambda: FT.tokenize_labelled(wordpiece(), ["a"], [0.0], 8),
      TypeError, "labels must be int class ids, got [0.0]"),
     (FT.tokenize_labelled, lambda: FT.tokenize_labelled(wordpiece(), [], [], 8), ValueError,
@@ -668,8 +673,8 @@ case(
 case(
     SCH.transformer_peak_lr,
     lambda: SCH.transformer_peak_lr(64.0, 10),
-    ValueError,
-    "d_model must be a positive int, got 64.0",
+    TypeError,
+    "d_model must be an int, got float",
 )
 case(
     TRN.seq2seq_loss,
@@ -699,7 +704,7 @@ for target, thunk, error, fragment in [
     (WB.held_out_words, lambda: WB.held_out_words(_few_words(), mask_prob=True), TypeError,
      "mask_prob must be a number, got bool"),
     (WB.shakespeare_words, lambda: WB.shakespeare_words(span=0), ValueError,
-     "span must be positive, got 0"),
+     "span must be a positive int, got 0"),
     (WB.held_out_words, lambda: WB.held_out_words("plays"), TypeError,
      "words must be a ShakespeareWords, got str"),
     (WB.NeighbourCounts, lambda: WB.NeighbourCounts([[1, 9]], 5, [0]), ValueError,

@@ -84,13 +84,16 @@ case(
     TL.LoraRecipe, lambda: TL.LoraRecipe(steps=0), ValueError, "steps must be a positive int, got 0"
 )
 case(
-    TL.LoraRecipe, lambda: TL.LoraRecipe(steps=2, batch_size=1.5), ValueError, "batch_size must be"
+    TL.LoraRecipe,
+    lambda: TL.LoraRecipe(steps=2, batch_size=1.5),
+    TypeError,
+    "batch_size must be an int, got float",
 )
 case(TL.LoraRecipe, lambda: TL.LoraRecipe(steps=2, lr=float("nan")), ValueError,
-     "lr must be a positive number, got nan")  # fmt: skip
+     "lr must be a positive finite number, got nan")  # fmt: skip
 case(TL.LoraRecipe, lambda: TL.LoraRecipe(steps=2, lr=1e30), ValueError,
      "lr must be at most 1, got 1e+30: AdamW moves every adapter weight")  # fmt: skip
 case(TL.LoraRecipe, lambda: TL.LoraRecipe(steps=2, weight_decay=-0.1), ValueError,
-     "weight_decay must be a non-negative number, got -0.1")  # fmt: skip
+     "weight_decay must be a non-negative finite number, got -0.1")  # fmt: skip
 case(TL.LoraRecipe, lambda: TL.LoraRecipe(steps=2, warmup=1.0), ValueError,
      "warmup must be in [0, 1), got 1.0")  # fmt: skip

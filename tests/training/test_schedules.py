@@ -91,9 +91,9 @@ def test_bad_arguments():
         warmup_decay(1, 1, 5, "exponential")
     with pytest.raises(ValueError, match=r"floor must be in \[0, 1\]"):
         warmup_decay(1, 1, 5, floor=1.5)
-    with pytest.raises(ValueError, match="warmup must be a non-negative int"):
+    with pytest.raises(TypeError, match="warmup must be an int, got bool"):
         warmup_decay(True, 1, 5)
-    with pytest.raises(ValueError, match="step must be an int >= 0, got -1"):
+    with pytest.raises(ValueError, match="step must be a non-negative int, got -1"):
         warmup_decay(1, 1, 5)(-1)
     with pytest.raises(ValueError, match="steps must be a positive int"):
         warmup_cosine(0, 1)

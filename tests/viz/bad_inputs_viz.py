@@ -117,7 +117,7 @@ case(
     W.AttentionExplorer,
     lambda: W.AttentionExplorer("hi", temperature=0),
     ValueError,
-    "temperature must be a positive number, got 0",
+    "temperature must be a positive finite number, got 0",
 )
 
 case(
@@ -425,7 +425,7 @@ for target, thunk, error, fragment in [
                                 panel_titles=["p"], slider_label="s", own_sliders="yes"),
      TypeError, "own_sliders must be a bool"),
     (VIZ_PICTURES.qkv_shapes_figure, lambda: VIZ_PICTURES.qkv_shapes_figure(0, 64, 16),
-     ValueError, "n_tokens must be positive, got 0"),
+     ValueError, "n_tokens must be a positive int, got 0"),
     (VIZ_PICTURES.qkv_shapes_figure, lambda: VIZ_PICTURES.qkv_shapes_figure(4, 64, 16.0),
      TypeError, "d_k must be an int, got float"),
     (VIZ_PICTURES.head_split_figure, lambda: VIZ_PICTURES.head_split_figure(512, 7),
@@ -445,7 +445,7 @@ for target, thunk, error, fragment in [
     (VIZ_RING.ring_all_reduce_figure, lambda: VIZ_RING.ring_all_reduce_figure(8),
      ValueError, "n_ranks must be at most 4 to be drawn, got 8"),
     (VIZ_RING.ring_all_reduce_figure, lambda: VIZ_RING.ring_all_reduce_figure(1),
-     ValueError, "n_ranks must be >= 2, got 1"),
+     ValueError, "n_ranks must be an int >= 2, got 1"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)
 case(

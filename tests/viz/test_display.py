@@ -71,7 +71,7 @@ def test_a_listing_folds_the_argument_checks_and_says_how_many_lines():
     assert all(line in whole.code.splitlines() for line in kept)
     # a check whose value is used later stays: steps is read below it
     recall = D.source("transformer_lab.training.recall.train_recall")
-    assert 'steps = positive_int(run.steps, "run.steps")' in recall.code
+    assert 'steps = integer(run.steps, "run.steps", minimum=1)' in recall.code
 
 
 def test_a_listing_shows_docstrings_with_single_backticks():

@@ -114,7 +114,7 @@ def test_ring_all_reduce_figure_follows_the_chapters_ring():
 @pytest.mark.parametrize(
     "call, error, words",
     [
-        (lambda: P.qkv_shapes_figure(0, 8, 4), ValueError, "n_tokens must be positive"),
+        (lambda: P.qkv_shapes_figure(0, 8, 4), ValueError, "n_tokens must be a positive int"),
         (lambda: P.qkv_shapes_figure(65, 8, 4), ValueError, "at most 64"),
         (lambda: P.qkv_shapes_figure(4, 8.0, 4), TypeError, "d_model must be an int"),
         (lambda: P.head_split_figure(512, 33), ValueError, "n_heads must be at most 32"),
@@ -122,7 +122,7 @@ def test_ring_all_reduce_figure_follows_the_chapters_ring():
         (lambda: P.kv_cache_figure(list("abcdefghi"), 16), ValueError, "1 to 8 tokens"),
         (lambda: P.kv_cache_figure(["a", 1], 16), TypeError, "tokens[i] must be a str"),
         (lambda: P.lora_figure(10, 10, 2, alpha=-1.0), ValueError, "alpha"),
-        (lambda: R.ring_all_reduce_figure(1), ValueError, "n_ranks must be >= 2"),
+        (lambda: R.ring_all_reduce_figure(1), ValueError, "n_ranks must be an int >= 2"),
         (lambda: R.ring_all_reduce_figure(5), ValueError, "at most 4"),
     ],
 )

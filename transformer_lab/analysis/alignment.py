@@ -24,14 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from transformer_lab.checks import (
-    finite_number,
-    floating_tensor,
-    instance_of,
-    integer,
-    positive_int,
-    positive_number,
-)
+from transformer_lab.checks import finite_number, floating_tensor, instance_of, integer
 
 __all__ = [
     "dtw_path",
@@ -122,9 +115,9 @@ def attention_word_times(
     first frame of its first token and ends where the next word starts, or where the end of
     text starts for the last word."""
     w = floating_tensor(weights, "weights", 3, "[heads, tokens + 1, frames]").detach().float().cpu()
-    n_frames = positive_int(n_frames, "n_frames")
-    rate = positive_number(frames_per_second, "frames_per_second")
-    filter_width = positive_int(filter_width, "filter_width")
+    n_frames = integer(n_frames, "n_frames", minimum=1)
+    rate = finite_number(frames_per_second, "frames_per_second", above=0)
+    filter_width = integer(filter_width, "filter_width", minimum=1)
     if filter_width % 2 == 0:
         raise ValueError(f"filter_width must be odd, got {filter_width}")
     if len(pieces) + 1 != w.shape[1]:
@@ -160,9 +153,9 @@ def voiced_span(
     """The first and last moment (seconds) where the audio's short-window peak amplitude
     reaches ``threshold`` times its overall peak: where speech starts and stops."""
     a = floating_tensor(audio, "audio", 1, "[samples]").detach().float().cpu()
-    sample_rate = positive_int(sample_rate, "sample_rate")
-    threshold = positive_number(threshold, "threshold")
-    hop = max(1, round(positive_number(window_s, "window_s") * sample_rate))
+    sample_rate = integer(sample_rate, "sample_rate", minimum=1)
+    threshold = finite_number(threshold, "threshold", above=0)
+    hop = max(1, round(finite_number(window_s, "window_s", above=0) * sample_rate))
     if a.numel() < hop:
         raise ValueError(f"audio must hold at least one window ({hop} samples), got {a.numel()}")
     peaks = a.abs()[: a.numel() // hop * hop].view(-1, hop).amax(-1)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from transformer_lab.checks import positive_int
+from transformer_lab.checks import integer
 
 __all__ = [
     "PATTERN_KINDS",
@@ -158,7 +158,7 @@ def bag_of_words_scores(attentions, tokens: Sequence[str]) -> np.ndarray:
 def top_heads(scores: np.ndarray, k: int = 3) -> list[tuple[int, int, float]]:
     """The ``k`` largest entries of a ``[n_layers, n_heads]`` array as ``(layer, head, value)``
     (NaN entries never count)."""
-    positive_int(k, "k")
+    integer(k, "k", minimum=1)
     scores = np.asarray(scores, dtype=float)
     if scores.ndim != 2:
         raise ValueError(f"scores must be [n_layers, n_heads], got shape {scores.shape}")

@@ -21,7 +21,7 @@ import time
 import torch
 from torch import nn
 
-from transformer_lab.checks import instance_of, positive_int, positive_number
+from transformer_lab.checks import finite_number, instance_of, integer
 from transformer_lab.nn.stored_weights import StoredWeight
 
 __all__ = ["read_bandwidth", "decode_bytes_per_token", "roofline"]
@@ -32,8 +32,8 @@ def read_bandwidth(n_bytes: int = 1 << 30, repeats: int = 5) -> float:
     buffer of ``n_bytes`` (keep it far above the last-level cache: the default 1 GiB). The
     sum runs on torch's intra-op threads as set by the caller (one thread: the bandwidth one
     core can draw)."""
-    positive_int(n_bytes, "n_bytes")
-    positive_int(repeats, "repeats")
+    integer(n_bytes, "n_bytes", minimum=1)
+    integer(repeats, "repeats", minimum=1)
     if n_bytes < 4:
         raise ValueError(f"n_bytes must hold at least one float32, got {n_bytes}")
     buffer = torch.ones(n_bytes // 4)
@@ -70,8 +70,7 @@ def decode_bytes_per_token(model: nn.Module, context: int, cache_dtype=None) -> 
     and values of every layer for ``context`` positions, in ``cache_dtype`` (default: the
     weights' dtype). Activations are left out: at batch 1 they are a few kilobytes."""
     instance_of(model, nn.Module, "model", "an nn.Module")
-    if isinstance(context, bool) or not isinstance(context, int) or context < 0:
-        raise ValueError(f"context must be an int >= 0, got {context!r}")
+    context = integer(context, "context", minimum=0)
     n_layers, n_kv_heads, d_head = _kv_shape(getattr(model, "config", None))
     seen, weights = set(), 0
     for p in model.parameters():  # parameters() yields a shared tensor once
@@ -95,6 +94,6 @@ def decode_bytes_per_token(model: nn.Module, context: int, cache_dtype=None) -> 
 def roofline(bytes_per_token: int | float, bandwidth: float) -> float:
     """The most tokens per second a step that reads ``bytes_per_token`` can reach at
     ``bandwidth`` bytes per second."""
-    return positive_number(bandwidth, "bandwidth") / positive_number(
-        bytes_per_token, "bytes_per_token"
+    return finite_number(bandwidth, "bandwidth", above=0) / finite_number(
+        bytes_per_token, "bytes_per_token", above=0
     )

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from transformer_lab.checks import non_negative_int, non_negative_number, positive_int, torch_tensor
+from transformer_lab.checks import finite_number, integer, torch_tensor
 
 __all__ = [
     "MATRIX_PRODUCTS",
@@ -135,9 +135,9 @@ def interleaved_medians(
     """
     if not fns:
         raise ValueError("fns is empty: give at least one function to time")
-    positive_int(repeats, "repeats")
-    non_negative_int(warmup, "warmup")
-    if non_negative_number(min_time, "min_time") > 0 and warmup == 0:
+    integer(repeats, "repeats", minimum=1)
+    integer(warmup, "warmup", minimum=0)
+    if finite_number(min_time, "min_time", at_least=0) > 0 and warmup == 0:
         raise ValueError(f"min_time={min_time!r} needs warmup >= 1 to judge it, got warmup=0")
     sync = sync or (lambda: None)
 

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import instance_of, integer, positive_int, string
+from transformer_lab.checks import instance_of, integer, string
 from transformer_lab.device import evaluating
 
 __all__ = ["TextLoss", "text_loss"]
@@ -98,8 +98,8 @@ def text_loss(
             f"tokenizer must have encode(text) and decode(ids), got {type(tokenizer).__name__}"
         )
     text = string(text, "text")
-    window = positive_int(window, "window")
-    stride = positive_int(stride, "stride")
+    window = integer(window, "window", minimum=1)
+    stride = integer(stride, "stride", minimum=1)
     if stride > window:
         raise ValueError(
             f"stride={stride} must be at most window={window}: tokens would be skipped"

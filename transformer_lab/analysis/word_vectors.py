@@ -21,7 +21,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from transformer_lab.checks import floating_tensor, instance_of, is_int, one_of, positive_int
+from transformer_lab.checks import floating_tensor, instance_of, integer, is_int, one_of
 from transformer_lab.data.tokenizers import Vocabulary
 
 __all__ = [
@@ -39,7 +39,7 @@ __all__ = [
 
 def one_hot(indices: torch.Tensor, vocab_size: int, dtype=torch.float32) -> torch.Tensor:
     """One-hot vectors ``[..., vocab_size]`` (float, so they can multiply ``W_E``)."""
-    vocab_size = positive_int(vocab_size, "vocab_size")
+    vocab_size = integer(vocab_size, "vocab_size", minimum=1)
     if not isinstance(indices, torch.Tensor):
         try:
             indices = torch.as_tensor(indices)

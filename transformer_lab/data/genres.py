@@ -24,7 +24,7 @@ import functools
 import random
 from dataclasses import dataclass
 
-from transformer_lab.checks import instance_of, integer, positive_int
+from transformer_lab.checks import instance_of, integer
 from transformer_lab.data.labelled import balanced_draw
 from transformer_lab.data.shakespeare import PLAYS, load_plays, spoken_lines
 
@@ -76,7 +76,7 @@ def split_passages(text: str, words: int = PASSAGE_WORDS) -> list[str]:
     consecutive spoken lines joined until they hold at least ``words`` words. The first
     line of each speech, the speaker's name (``HAMLET:``), is dropped; a last passage
     shorter than ``words`` is dropped too."""
-    words = positive_int(words, "words")
+    words = integer(words, "words", minimum=1)
     out, current, n = [], [], 0
     for line in spoken_lines(text):  # which checks that text is a str
         current.append(line)

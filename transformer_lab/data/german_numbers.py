@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from transformer_lab.checks import instance_of, integer, positive_int, seed_int, string
+from transformer_lab.checks import instance_of, integer, seed_int, string
 
 __all__ = [
     "NumberPair",
@@ -73,7 +73,7 @@ def german_number_split(
     from ``range(low, high)`` with ``seed`` (so no test number is a training number). The
     test numbers depend on ``n_test`` and ``seed`` only, not on ``n_train``: the training
     sets of one seed are nested."""
-    n_train, n_test = positive_int(n_train, "n_train"), positive_int(n_test, "n_test")
+    n_train, n_test = integer(n_train, "n_train", minimum=1), integer(n_test, "n_test", minimum=1)
     seed, low = seed_int(seed), integer(low, "low", minimum=0)
     high = integer(high, "high", minimum=low + 1)
     if n_train + n_test > high - low:

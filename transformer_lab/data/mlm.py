@@ -32,14 +32,7 @@ from typing import Generic, TypeVar
 
 import torch
 
-from transformer_lab.checks import (
-    IGNORE_INDEX,
-    fraction,
-    int_at_least,
-    positive_int,
-    string,
-    token_ids,
-)
+from transformer_lab.checks import IGNORE_INDEX, fraction, integer, string, token_ids
 from transformer_lab.device import check_device
 
 __all__ = [
@@ -166,7 +159,7 @@ def next_sentence_pairs(
     is that successor with probability ``next_prob`` (0.5 in BERT), otherwise a random
     sentence from a different document (or, with a single document, any sentence other
     than A's successor)."""
-    int_at_least(n_pairs, 0, "n_pairs")
+    integer(n_pairs, "n_pairs", minimum=0)
     docs = [list(d) for d in documents]
     if not docs or sum(len(d) for d in docs) < 2:
         raise ValueError("need at least two sentences in total")
@@ -333,7 +326,7 @@ class WordVocabulary:
     @classmethod
     def from_texts(cls, texts: Iterable[str], size: int) -> WordVocabulary:
         """The ``size - 5`` most frequent words of ``texts``, after the special tokens."""
-        int_at_least(size, len(WORD_SPECIALS) + 1, "size")
+        integer(size, "size", minimum=len(WORD_SPECIALS) + 1)
         counts = Counter(w for t in texts for w in cls.words(t))
         ranked = sorted(counts, key=lambda w: (-counts[w], w))
         return cls(ranked[: size - len(WORD_SPECIALS)])
@@ -368,7 +361,7 @@ def word_spans(documents: Iterable[Iterable[str]], vocab: WordVocabulary, span: 
     """Each document (a list of lines) as one stream of word ids cut into spans of ``span``
     words, BERT's "sentences"; the last words that do not fill a span are dropped.
     Returns a list (per document) of lists (per span) of ids."""
-    positive_int(span, "span")
+    integer(span, "span", minimum=1)
     if not isinstance(vocab, WordVocabulary):
         raise TypeError(f"vocab must be a WordVocabulary, got {type(vocab).__name__}")
     out = []

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import torch
 
-from transformer_lab.checks import instance_of, integer, one_of, positive_int
+from transformer_lab.checks import instance_of, integer, one_of
 from transformer_lab.data.cache import CACHE_HINT, cache_dir, write_atomically
 from transformer_lab.data.number_words import LANGUAGES, number_to_words
 from transformer_lab.data.tokenizers import BOS_ID, EOS_ID, PAD_ID, SPECIALS, UNK_ID, Vocab
@@ -238,7 +238,7 @@ class NumberData:
         it). Shuffled with its own generator seeded by ``seed`` and reshuffled each epoch,
         so the sequence of batches is the same on every run; the last short batch of an
         epoch is kept."""
-        positive_int(batch_size, "batch_size")
+        integer(batch_size, "batch_size", minimum=1)
         n = len(self.split(split))
         if n == 0:
             raise ValueError(f"split {split!r} is empty")
@@ -359,7 +359,7 @@ def predict(translate, data: NumberData, split: str = "test", batch_size: int = 
     if not callable(translate):
         raise TypeError(f"translate must be a function src -> ids, got {type(translate).__name__}")
     instance_of(data, NumberData, "data")
-    positive_int(batch_size, "batch_size")
+    integer(batch_size, "batch_size", minimum=1)
     n = len(data.split(split))
     out = []
     for start in range(0, n, batch_size):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_lab.checks import IGNORE_INDEX, int_at_least, one_of, positive_int, seed_int
+from transformer_lab.checks import IGNORE_INDEX, integer, one_of, seed_int
 
 __all__ = ["RecallTask", "RecallBatch", "SPLIT_SEEDS", "IGNORE_INDEX"]
 
@@ -61,8 +61,8 @@ class RecallTask:
     n_values: int = 16  # distinct values; chance accuracy is 1 / n_values
 
     def __post_init__(self):
-        int_at_least(self.n_keys, 2, "n_keys")
-        int_at_least(self.n_values, 2, "n_values")
+        integer(self.n_keys, "n_keys", minimum=2)
+        integer(self.n_values, "n_values", minimum=2)
 
     @property
     def blank(self) -> int:
@@ -79,8 +79,8 @@ class RecallTask:
         """``batch_size`` sequences of ``n_pairs`` entries and ``n_queries`` look-ups
         (default ``n_pairs``), drawn from ``generator``."""
         self._check(n_pairs)
-        positive_int(batch_size, "batch_size")
-        n_queries = n_pairs if n_queries is None else positive_int(n_queries, "n_queries")
+        integer(batch_size, "batch_size", minimum=1)
+        n_queries = n_pairs if n_queries is None else integer(n_queries, "n_queries", minimum=1)
         g = generator
         keys = torch.rand(batch_size, self.n_keys, generator=g).argsort(dim=1)[:, :n_pairs]
         values = torch.randint(0, self.n_values, (batch_size, n_pairs), generator=g)
@@ -107,6 +107,6 @@ class RecallTask:
         return self.batch(n_pairs, size, generator)
 
     def _check(self, n_pairs: int) -> None:
-        positive_int(n_pairs, "n_pairs")
+        integer(n_pairs, "n_pairs", minimum=1)
         if n_pairs > self.n_keys:
             raise ValueError(f"n_pairs={n_pairs} is more than the task's n_keys={self.n_keys}")

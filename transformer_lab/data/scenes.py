@@ -28,14 +28,7 @@ from numbers import Real
 
 import torch
 
-from transformer_lab.checks import (
-    instance_of,
-    is_int,
-    non_negative_number,
-    one_of,
-    positive_int,
-    seed_int,
-)
+from transformer_lab.checks import finite_number, instance_of, integer, is_int, one_of, seed_int
 from transformer_lab.data.numbers import Batch
 from transformer_lab.data.tokenizers import Vocab
 
@@ -147,7 +140,7 @@ def render(
         instance_of(generator, torch.Generator, "generator", "a torch.Generator or None")
     if not is_int(jitter) or not 0 <= jitter <= 1:
         raise ValueError(f"jitter must be 0 or 1 pixel, got {jitter!r}")
-    noise = non_negative_number(noise, "noise")
+    noise = finite_number(noise, "noise", at_least=0)
     image = torch.full((3, CANVAS, CANVAS), 0.1)
     for thing in (scene.first, scene.second):
         dy, dx = torch.randint(0, jitter + 1, (2,), generator=generator).tolist()
@@ -224,7 +217,7 @@ class SceneData:
         ``len % batch_size`` scenes left over in an epoch wait for the next one)."""
         split = one_of(split, sorted(self.scenes), "split")
         n = len(self.scenes[split])
-        if positive_int(batch_size, "batch_size") > n:
+        if integer(batch_size, "batch_size", minimum=1) > n:
             raise ValueError(f"batch_size={batch_size} is more than the {n} {split} scenes")
         return self._batches(split, batch_size, seed_int(seed), n)
 

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import torch
 
-from transformer_lab.checks import instance_of, integer, positive_int, string, token_ids
+from transformer_lab.checks import instance_of, integer, string, token_ids
 from transformer_lab.data.cache import CACHE_HINT, cache_dir, write_atomically
 from transformer_lab.data.tokenizers import BPETokenizer, CharTokenizer
 
@@ -319,8 +319,8 @@ def get_batch(
     shifted one to the left), both ``[batch, block_size]``."""
     if token_ids(data, "data").dim() != 1:
         raise ValueError(f"data must be a 1-d tensor of token ids, got shape {tuple(data.shape)}")
-    positive_int(batch_size, "batch_size")
-    positive_int(block_size, "block_size")
+    integer(batch_size, "batch_size", minimum=1)
+    integer(block_size, "block_size", minimum=1)
     if generator is not None:
         instance_of(generator, torch.Generator, "generator")
     if len(data) <= block_size:

@@ -11,16 +11,16 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
-from transformer_lab.checks import IGNORE_INDEX, is_int, positive_int
+from transformer_lab.checks import IGNORE_INDEX, integer, is_int
 
 __all__ = ["IGNORE_INDEX", "previous_token", "neighbours", "toy_batches"]
 
 
 def _ids(batch: int, n: int, d_vocab: int, generator: torch.Generator | None) -> torch.Tensor:
-    positive_int(batch, "batch")
-    if positive_int(n, "n") < 2:
+    integer(batch, "batch", minimum=1)
+    if integer(n, "n", minimum=1) < 2:
         raise ValueError(f"sequences need at least 2 tokens to have neighbours, got n={n}")
-    positive_int(d_vocab, "d_vocab")
+    integer(d_vocab, "d_vocab", minimum=1)
     return torch.randint(d_vocab, (batch, n), generator=generator)  # [batch, pos]
 
 

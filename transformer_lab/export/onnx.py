@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import instance_of, one_of, positive_int, require
+from transformer_lab.checks import instance_of, integer, one_of, require
 from transformer_lab.data.cache import write_atomically
 from transformer_lab.device import evaluating
 from transformer_lab.hooks import capture
@@ -137,7 +137,7 @@ def export_bert(
 def _export(wrapper, example, path, inputs, outputs, axes, weights, opset) -> Path:
     instance_of(path, (str, os.PathLike), "path", "a file path")
     one_of(weights, WEIGHTS, "weights")
-    positive_int(opset, "opset")
+    integer(opset, "opset", minimum=1)
     if not 17 <= opset <= 21:
         raise ValueError(f"opset must be in [17, 21] (LayerNormalization needs 17), got {opset}")
     onnx = require("onnx", "onnx")

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from transformer_lab.checks import check_tokenizer, instance_of, positive_int, string, string_list
+from transformer_lab.checks import check_tokenizer, instance_of, integer, string, string_list
 from transformer_lab.device import evaluating
 
 __all__ = ["greedy_answers"]
@@ -97,8 +97,8 @@ def greedy_answers(
     check_tokenizer(tokenizer)
     prompts = string_list(prompts, "prompts")
     prefix, stop = string(prefix, "prefix"), string(stop, "stop")
-    max_new_tokens = positive_int(max_new_tokens, "max_new_tokens")
-    batch_size = positive_int(batch_size, "batch_size")
+    max_new_tokens = integer(max_new_tokens, "max_new_tokens", minimum=1)
+    batch_size = integer(batch_size, "batch_size", minimum=1)
     prefix_ids = tokenizer.encode(prefix) if prefix else []
     answers = []
     with evaluating(model), parametrize.cached():  # W + dW formed once, not at every token

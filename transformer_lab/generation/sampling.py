@@ -27,8 +27,7 @@ from transformer_lab.checks import (
     check_token_range,
     finite_number,
     floating_tensor,
-    non_negative_int,
-    positive_int,
+    integer,
     token_batch,
 )
 from transformer_lab.device import evaluating
@@ -40,7 +39,7 @@ def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
     """Keep the ``k`` largest logits of each row (ties at the k-th value are all kept);
     set the rest to ``-inf``."""
     _check_logits(logits)
-    return _top_k(logits, positive_int(k, "top_k"))
+    return _top_k(logits, integer(k, "top_k", minimum=1))
 
 
 def _top_k(logits: torch.Tensor, k: int) -> torch.Tensor:
@@ -123,7 +122,7 @@ def _check_rule(temperature, top_k, top_p) -> None:
     """The decoding rule: ``temperature >= 0``, ``top_k`` and ``top_p`` None or in range."""
     finite_number(temperature, "temperature", at_least=0)
     if top_k is not None:
-        positive_int(top_k, "top_k")
+        integer(top_k, "top_k", minimum=1)
     if top_p is not None:
         _check_top_p(top_p)
 
@@ -198,7 +197,7 @@ def generate(
     ``n_ctx`` tokens, exactly as without the cache.
     """
     token_batch(idx, "idx")
-    non_negative_int(max_new_tokens, "max_new_tokens")
+    integer(max_new_tokens, "max_new_tokens", minimum=0)
     _check_rule(temperature, top_k, top_p)
     _check_generator(generator)
     config = getattr(model, "config", None)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from transformer_lab.checks import check_token_range, finite_number, positive_int, token_ids
+from transformer_lab.checks import check_token_range, finite_number, integer, token_ids
 from transformer_lab.device import evaluating
 
 __all__ = ["Hypothesis", "greedy_decode", "beam_search", "beam_hypotheses", "sequence_score"]
@@ -65,8 +65,8 @@ def _check(src: torch.Tensor, max_len: int, beam_size: int = 1, length_penalty: 
         raise ValueError(f"src must be a non-empty [batch, src_pos] tensor of ids, got {shape}")
     if src.dtype.is_floating_point:
         raise TypeError(f"src must hold integer token ids, got {src.dtype}")
-    positive_int(max_len, "max_len")
-    positive_int(beam_size, "beam_size")
+    integer(max_len, "max_len", minimum=1)
+    integer(beam_size, "beam_size", minimum=1)
     finite_number(length_penalty, "length_penalty", at_least=0)
 
 

@@ -28,11 +28,11 @@ from torch import nn
 from transformer_lab.checks import (
     IGNORE_INDEX,
     check_labels,
+    finite_number,
     fraction,
     index_in,
     instance_of,
-    positive,
-    positive_int,
+    integer,
 )
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.blocks import EncoderBlock
@@ -66,13 +66,13 @@ class BertConfig:
 
     def __post_init__(self):
         for name in ("d_vocab", "d_model", "n_heads", "d_mlp", "n_layers", "max_pos", "n_segments"):
-            positive_int(getattr(self, name), name)
+            integer(getattr(self, name), name, minimum=1)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         fraction(self.dropout, "dropout", closed=False)
-        positive(self.eps, "eps")
+        finite_number(self.eps, "eps", above=0)
         index_in(self.pad_id, self.d_vocab, "pad_id", "a token id")
-        positive(self.init_std, "init_std")
+        finite_number(self.init_std, "init_std", above=0)
 
     @property
     def d_head(self) -> int:

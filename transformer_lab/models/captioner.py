@@ -29,13 +29,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from transformer_lab.checks import (
-    floating_tensor,
-    index_in,
-    instance_of,
-    non_negative_int,
-    positive_int,
-)
+from transformer_lab.checks import floating_tensor, index_in, instance_of, integer
 from transformer_lab.models.rnn import RecurrentDecoder
 from transformer_lab.nn.attention import attention_weights
 from transformer_lab.nn.scores import attend
@@ -60,7 +54,7 @@ class CaptionerConfig:
 
     def __post_init__(self):
         for name in ("d_vocab", "d_model", "d_embed", "channels", "canvas", "patch", "max_len"):
-            positive_int(getattr(self, name), name)
+            integer(getattr(self, name), name, minimum=1)
         if self.canvas % self.patch:
             raise ValueError(f"canvas={self.canvas} is not a multiple of patch={self.patch}")
         instance_of(self.attention, bool, "attention")
@@ -190,7 +184,7 @@ class Captioner(RecurrentDecoder):
         each row of ids ends with ``<eos>`` (when produced in time) then padding, and its
         weights are zeros after ``<eos>``. Reshape a row of weights to ``[side, side]`` to
         lay it over the picture."""
-        max_len = self.config.max_len if max_len is None else positive_int(max_len, "max_len")
+        max_len = self.config.max_len if max_len is None else integer(max_len, "max_len", minimum=1)
         cells = self.encode(images)
         return self._greedy(self._start(cells), cells, cells.shape[0], cells.device, max_len)
 
@@ -211,7 +205,7 @@ def caption_accuracy(predicted: torch.Tensor, reference: torch.Tensor, pad_id: i
             raise ValueError(
                 f"{name} must be a non-empty [batch, pos] tensor, got {tuple(t.shape)}"
             )
-    non_negative_int(pad_id, "pad_id")
+    integer(pad_id, "pad_id", minimum=0)
     if predicted.shape[0] != reference.shape[0]:
         raise ValueError(
             f"predicted has {predicted.shape[0]} captions, reference {reference.shape[0]}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from transformer_lab.checks import fraction, instance_of, integer, one_of, positive_number
+from transformer_lab.checks import finite_number, fraction, instance_of, integer, one_of
 from transformer_lab.models.bert import BertModel
 from transformer_lab.nn.pooling import mean_pool
 
@@ -53,7 +53,8 @@ class SequenceClassifier(nn.Module):
         """Optimizer groups: the head at ``lr``, the encoder at ``encoder_lr`` (default
         ``lr``); frozen parameters are left out."""
         encoder_lr = lr if encoder_lr is None else encoder_lr
-        lr, encoder_lr = positive_number(lr, "lr"), positive_number(encoder_lr, "encoder_lr")
+        lr = finite_number(lr, "lr", above=0)
+        encoder_lr = finite_number(encoder_lr, "encoder_lr", above=0)
         head = [p for p in self.classifier.parameters() if p.requires_grad]
         body = [p for p in self.encoder.parameters() if p.requires_grad]
         groups = [{"params": head, "lr": lr, "name": "head"}]

@@ -33,9 +33,8 @@ from transformer_lab.checks import (
     finite_number,
     fraction,
     instance_of,
+    integer,
     one_of,
-    positive,
-    positive_int,
 )
 from transformer_lab.nn.blocks import EncoderBlock
 from transformer_lab.nn.feed_forward import ACTIVATIONS
@@ -65,14 +64,14 @@ class GPTConfig:
 
     def __post_init__(self):
         for name in ("d_vocab", "n_ctx", "n_layers", "n_heads", "d_model"):
-            positive_int(getattr(self, name), name)
+            integer(getattr(self, name), name, minimum=1)
         if self.d_mlp is not None:
-            positive_int(self.d_mlp, "d_mlp")
+            integer(self.d_mlp, "d_mlp", minimum=1)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         fraction(self.dropout, "dropout", closed=False)
         one_of(self.activation, sorted(ACTIVATIONS), "activation")
-        positive(self.eps, "eps")
+        finite_number(self.eps, "eps", above=0)
         finite_number(self.init_std, "init_std", above=0)
         instance_of(self.tie_weights, bool, "tie_weights")
         instance_of(self.fused_norm, bool, "fused_norm")

@@ -28,13 +28,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from transformer_lab.checks import (
-    check_token_batch,
-    finite_number,
-    instance_of,
-    one_of,
-    positive_int,
-)
+from transformer_lab.checks import check_token_batch, finite_number, instance_of, integer, one_of
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.attention import grouped_query_attention
 from transformer_lab.nn.feed_forward import SwiGLU
@@ -63,7 +57,7 @@ class LlamaConfig:
 
     def __post_init__(self):
         for name in ("d_vocab", "n_ctx", "n_layers", "n_heads", "n_kv_heads", "d_model", "d_mlp"):
-            positive_int(getattr(self, name), name)
+            integer(getattr(self, name), name, minimum=1)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if (self.d_model // self.n_heads) % 2:

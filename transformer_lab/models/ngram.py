@@ -54,7 +54,7 @@ from numbers import Real
 import numpy as np
 import torch
 
-from transformer_lab.checks import check_token_range, positive_int, token_ids
+from transformer_lab.checks import check_token_range, integer, token_ids
 
 __all__ = ["NGramLM", "select_ngram"]
 
@@ -63,7 +63,7 @@ _CHUNK = 1 << 16  # positions scored at once: bounds the memory of the look-ups
 
 
 def _check_order(order, d_vocab: int, name: str = "order") -> int:
-    if positive_int(order, name) > 63 or d_vocab**order >= 2**63:
+    if integer(order, name, minimum=1) > 63 or d_vocab**order >= 2**63:
         raise ValueError(f"{name}={order} is too long for d_vocab={d_vocab}: codes exceed int64")
     return int(order)
 
@@ -199,7 +199,7 @@ class NGramLM:
     :meth:`next_distribution` answer."""
 
     def __init__(self, order: int, d_vocab: int, discount: float | None = None):
-        self.d_vocab = positive_int(d_vocab, "d_vocab")
+        self.d_vocab = integer(d_vocab, "d_vocab", minimum=1)
         self.order = _check_order(order, self.d_vocab)
         self.discount = _check_discount(discount)
         self._levels: list[_Level] = []  # level k (k-grams) at index k - 1, after fit
@@ -284,7 +284,7 @@ def select_ngram(
     ``valid_ids``. Returns ``(scores, best)``: ``scores[(order, discount)]`` is the validation
     nats per token, ``best`` the ``(order, discount)`` with the lowest. The counts are made
     once, for the largest order, and shared: the grid costs little more than its largest model."""
-    d_vocab = positive_int(d_vocab, "d_vocab")
+    d_vocab = integer(d_vocab, "d_vocab", minimum=1)
     orders = [_check_order(n, d_vocab, "orders[i]") for n in _non_empty(orders, "orders")]
     discounts = [_check_discount(d, "discounts[i]") for d in _non_empty(discounts, "discounts")]
     x = _ids(train_ids, d_vocab, "train_ids", max(orders))

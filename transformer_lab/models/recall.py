@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from transformer_lab.checks import check_token_range, int_at_least, one_of, positive_int
+from transformer_lab.checks import check_token_range, integer, one_of
 from transformer_lab.models.gpt import GPTBlock, init_blocks
 from transformer_lab.nn.masks import causal_mask
 from transformer_lab.nn.norms import LayerNorm
@@ -51,10 +51,10 @@ class RecallConfig:
 
     def __post_init__(self):
         one_of(self.kind, KINDS, "kind")
-        int_at_least(self.n_keys, 2, "n_keys")
-        int_at_least(self.n_values, 2, "n_values")
+        integer(self.n_keys, "n_keys", minimum=2)
+        integer(self.n_values, "n_values", minimum=2)
         for name in ("d_model", "n_ctx", "n_layers", "n_heads"):
-            positive_int(getattr(self, name), name)
+            integer(getattr(self, name), name, minimum=1)
         if self.kind == "gpt" and self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
 
@@ -127,7 +127,7 @@ def matched_width(kind: str, n_params: int, **config) -> int:
     count is closest to ``n_params`` (the other fields of :class:`RecallConfig` from
     ``config``)."""
     one_of(kind, KINDS[1:], "kind")
-    positive_int(n_params, "n_params")
+    integer(n_params, "n_params", minimum=1)
 
     def count(d: int) -> int:
         return RecallLM(RecallConfig(kind, d_model=d, **config)).num_params()

@@ -41,7 +41,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from transformer_lab.checks import index_in, instance_of, one_of, positive_int
+from transformer_lab.checks import index_in, instance_of, integer, one_of
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.attention import attention_weights
 from transformer_lab.nn.scores import (
@@ -74,7 +74,7 @@ class Seq2SeqConfig:
 
     def __post_init__(self):
         for name in ("d_vocab_src", "d_vocab_tgt", "d_embed", "d_hidden", "max_len"):
-            positive_int(getattr(self, name), name)
+            integer(getattr(self, name), name, minimum=1)
         one_of(self.cell, sorted(_CELLS), "cell")
         one_of(self.attention, _SCORES, "attention")
         instance_of(self.input_feeding, bool, "input_feeding")
@@ -339,7 +339,7 @@ class Seq2Seq(RecurrentDecoder):
         ending with ``<eos>`` (when produced in time) then padding; ``weights [batch,
         out_pos, src_pos]`` of attention (zeros after a row's ``<eos>``), or None.
         """
-        max_len = self.config.max_len if max_len is None else positive_int(max_len, "max_len")
+        max_len = self.config.max_len if max_len is None else integer(max_len, "max_len", minimum=1)
         memory = self.encode(src)
         state = self.initial_state(memory)
         return self._greedy(state, memory, src.shape[0], src.device, max_len)

@@ -8,14 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from transformer_lab.checks import (
-    check_token_range,
-    instance_of,
-    non_negative_int,
-    one_of,
-    positive_int,
-    token_batch,
-)
+from transformer_lab.checks import check_token_range, instance_of, integer, one_of, token_batch
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.blocks import EncoderBlock
 from transformer_lab.nn.masks import causal_mask
@@ -40,8 +33,8 @@ class ToyConfig:
 
     def __post_init__(self):
         for name in ("d_vocab", "n_answers", "d_model", "n_heads", "d_mlp", "max_pos"):
-            positive_int(getattr(self, name), name)
-        non_negative_int(self.n_layers, "n_layers")
+            integer(getattr(self, name), name, minimum=1)
+        integer(self.n_layers, "n_layers", minimum=0)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         one_of(self.positional, ("sinusoidal", "learned", None), "positional")

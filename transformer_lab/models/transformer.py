@@ -13,9 +13,8 @@ from transformer_lab.checks import (
     fraction,
     index_in,
     instance_of,
-    non_negative_int,
+    integer,
     one_of,
-    positive_int,
     token_batch,
 )
 from transformer_lab.hooks import Hook
@@ -49,9 +48,9 @@ class TransformerConfig:
 
     def __post_init__(self):
         for name in ("d_vocab_src", "d_vocab_tgt", "d_model", "n_heads", "d_mlp", "max_pos"):
-            positive_int(getattr(self, name), name)
+            integer(getattr(self, name), name, minimum=1)
         for name in ("n_layers_enc", "n_layers_dec"):
-            non_negative_int(getattr(self, name), name)
+            integer(getattr(self, name), name, minimum=0)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         fraction(self.dropout, "dropout", closed=False)

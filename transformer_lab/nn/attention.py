@@ -20,7 +20,7 @@ from transformer_lab.checks import (
     floating_tensor,
     fraction,
     instance_of,
-    positive_int,
+    integer,
     torch_tensor,
 )
 from transformer_lab.nn.functional import at_least_float32
@@ -260,7 +260,7 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     key/value head repeated ``n_rep`` times in a row, so that head ``h`` of the result is
     head ``h // n_rep`` of ``x``."""
     floating_tensor(x, "x", 4, _HEADS)
-    return x.repeat_interleave(positive_int(n_rep, "n_rep"), dim=1)
+    return x.repeat_interleave(integer(n_rep, "n_rep", minimum=1), dim=1)
 
 
 def grouped_query_attention(

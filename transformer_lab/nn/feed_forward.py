@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import instance_of, layer_input, one_of, positive_int, weights_dtype
+from transformer_lab.checks import instance_of, integer, layer_input, one_of, weights_dtype
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.functional import affine
 
@@ -21,7 +21,7 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_mlp: int, activation: str = "relu", dropout: float = 0.0):
         super().__init__()
-        d_model, d_mlp = positive_int(d_model, "d_model"), positive_int(d_mlp, "d_mlp")
+        d_model, d_mlp = integer(d_model, "d_model", minimum=1), integer(d_mlp, "d_mlp", minimum=1)
         self.activation = one_of(activation, sorted(ACTIVATIONS), "activation")
         self.W_1 = nn.Parameter(torch.empty(d_model, d_mlp))
         self.b_1 = nn.Parameter(torch.zeros(d_mlp))
@@ -61,7 +61,7 @@ class SwiGLU(nn.Module):
 
     def __init__(self, d_model: int, d_mlp: int, init_std: float = 0.02):
         super().__init__()
-        d_model, d_mlp = positive_int(d_model, "d_model"), positive_int(d_mlp, "d_mlp")
+        d_model, d_mlp = integer(d_model, "d_model", minimum=1), integer(d_mlp, "d_mlp", minimum=1)
         self.W_gate = nn.Parameter(torch.randn(d_model, d_mlp) * init_std)
         self.W_up = nn.Parameter(torch.randn(d_model, d_mlp) * init_std)
         self.W_down = nn.Parameter(torch.randn(d_mlp, d_model) * init_std)

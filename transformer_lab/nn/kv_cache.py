@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from transformer_lab.checks import positive_int
+from transformer_lab.checks import integer
 
 __all__ = ["KVCache"]
 
@@ -37,8 +37,8 @@ class KVCache:
     """
 
     def __init__(self, n_layers: int):
-        self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * positive_int(
-            n_layers, "n_layers"
+        self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * integer(
+            n_layers, "n_layers", minimum=1
         )
         self.padding: torch.Tensor | None = None
 

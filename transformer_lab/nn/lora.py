@@ -41,7 +41,7 @@ import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
-from transformer_lab.checks import finite_number, instance_of, positive_int, seed_int
+from transformer_lab.checks import finite_number, instance_of, integer, seed_int
 
 __all__ = [
     "LoRA",
@@ -68,8 +68,8 @@ class LoRA(nn.Module):
 
     def __init__(self, d_in: int, d_out: int, rank: int, alpha: float, *, dtype=None, device=None):
         super().__init__()
-        d_in, d_out = positive_int(d_in, "d_in"), positive_int(d_out, "d_out")
-        self.rank = positive_int(rank, "rank")
+        d_in, d_out = integer(d_in, "d_in", minimum=1), integer(d_out, "d_out", minimum=1)
+        self.rank = integer(rank, "rank", minimum=1)
         self.alpha = finite_number(alpha, "alpha", above=0)
         self.scale = self.alpha / self.rank
         kw = {"dtype": dtype, "device": device}
@@ -112,7 +112,7 @@ def add_lora(
     instance_of(module, nn.Module, "module", "an nn.Module")
     if isinstance(targets, str) or not isinstance(targets, Sequence) or not targets:
         raise TypeError(f"targets must be a non-empty list of parameter names, got {targets!r}")
-    rank, seed = positive_int(rank, "rank"), seed_int(seed)
+    rank, seed = integer(rank, "rank", minimum=1), seed_int(seed)
     finite_number(alpha, "alpha", above=0)
     if any(True for _ in lora_modules(module)):
         raise ValueError("module already has LoRA adapters: remove_lora(module) first")

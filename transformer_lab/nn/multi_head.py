@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from transformer_lab.checks import floating_tensor, fraction, positive_int, weights_dtype
+from transformer_lab.checks import floating_tensor, fraction, integer, weights_dtype
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.attention import scaled_dot_product_attention
 from transformer_lab.nn.functional import affine
@@ -37,8 +37,8 @@ class MultiHeadAttention(nn.Module):
         d_value_in: int | None = None,
     ):
         super().__init__()
-        positive_int(n_heads, "n_heads")
-        positive_int(d_model, "d_model")
+        integer(n_heads, "n_heads", minimum=1)
+        integer(d_model, "d_model", minimum=1)
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         fraction(dropout, "dropout", closed=False)

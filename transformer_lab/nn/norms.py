@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import finite_number, layer_input, positive_int, torch_module
+from transformer_lab.checks import finite_number, integer, layer_input, torch_module
 from transformer_lab.nn.functional import at_least_float32
 
 __all__ = ["LayerNorm", "rms_norm", "RMSNorm"]
@@ -26,7 +26,7 @@ class LayerNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5, fused: bool = False):
         super().__init__()
-        self.gain = nn.Parameter(torch.ones(positive_int(d_model, "d_model")))
+        self.gain = nn.Parameter(torch.ones(integer(d_model, "d_model", minimum=1)))
         self.bias = nn.Parameter(torch.zeros(d_model))
         self.eps = finite_number(eps, "eps", above=0)
         self.fused = fused
@@ -88,7 +88,7 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
-        self.gain = nn.Parameter(torch.ones(positive_int(d_model, "d_model")))
+        self.gain = nn.Parameter(torch.ones(integer(d_model, "d_model", minimum=1)))
         self.eps = finite_number(eps, "eps", above=0)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -9,7 +9,7 @@ import operator
 import torch
 from torch import nn
 
-from transformer_lab.checks import finite_number, floating_tensor, integer, positive_int
+from transformer_lab.checks import finite_number, floating_tensor, integer
 
 __all__ = [
     "sinusoidal_encoding",
@@ -62,7 +62,10 @@ class LearnedPositions(nn.Module):
 
     def __init__(self, max_pos: int, d_model: int, init_std: float = 0.02):
         super().__init__()
-        max_pos, d_model = positive_int(max_pos, "max_pos"), positive_int(d_model, "d_model")
+        max_pos, d_model = (
+            integer(max_pos, "max_pos", minimum=1),
+            integer(d_model, "d_model", minimum=1),
+        )
         self.W_pos = nn.Parameter(torch.randn(max_pos, d_model) * init_std)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -90,7 +93,7 @@ def _check_input(x: torch.Tensor, offset: int, d_model: int) -> int:
 
 
 def _check_rotary(d_head, base) -> None:
-    if positive_int(d_head, "d_head") % 2:
+    if integer(d_head, "d_head", minimum=1) % 2:
         raise ValueError(f"d_head must be a positive even int, got {d_head!r}")
     finite_number(base, "base", above=1)
 

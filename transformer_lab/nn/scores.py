@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from transformer_lab.checks import floating_tensor, instance_of, one_of, positive_int
+from transformer_lab.checks import floating_tensor, instance_of, integer, one_of
 from transformer_lab.nn.attention import attention_weights
 
 __all__ = ["DotScore", "MultiplicativeScore", "AdditiveScore", "make_score", "attend"]
@@ -46,7 +46,7 @@ class MultiplicativeScore(nn.Module):
     def __init__(self, d_query: int, d_key: int):
         super().__init__()
         self.W = nn.Parameter(
-            torch.empty(positive_int(d_query, "d_query"), positive_int(d_key, "d_key"))
+            torch.empty(integer(d_query, "d_query", minimum=1), integer(d_key, "d_key", minimum=1))
         )
         nn.init.xavier_uniform_(self.W)
 
@@ -61,9 +61,9 @@ class AdditiveScore(nn.Module):
 
     def __init__(self, d_query: int, d_key: int, d_attn: int | None = None):
         super().__init__()
-        positive_int(d_query, "d_query")
-        positive_int(d_key, "d_key")
-        d_attn = d_key if d_attn is None else positive_int(d_attn, "d_attn")
+        integer(d_query, "d_query", minimum=1)
+        integer(d_key, "d_key", minimum=1)
+        d_attn = d_key if d_attn is None else integer(d_attn, "d_attn", minimum=1)
         self.W_1 = nn.Linear(d_query, d_attn, bias=False)
         self.W_2 = nn.Linear(d_key, d_attn, bias=True)
         self.v = nn.Linear(d_attn, 1, bias=False)
@@ -78,8 +78,8 @@ class AdditiveScore(nn.Module):
 
 def make_score(kind: str, d_query: int, d_key: int) -> nn.Module:
     """Build a score module by name: ``"dot"``, ``"multiplicative"`` or ``"additive"``."""
-    positive_int(d_query, "d_query")
-    positive_int(d_key, "d_key")
+    integer(d_query, "d_query", minimum=1)
+    integer(d_key, "d_key", minimum=1)
     kinds = {
         "dot": lambda: DotScore(),
         "multiplicative": lambda: MultiplicativeScore(d_query, d_key),

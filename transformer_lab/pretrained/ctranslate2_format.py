@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformer_lab.checks import instance_of, non_negative_int, torch_tensor
+from transformer_lab.checks import instance_of, integer, torch_tensor
 
 __all__ = [
     "CTranslate2Model",
@@ -222,7 +222,7 @@ def write_ctranslate2(
     instance_of(path, (str, Path), "path", "a str or Path")
     instance_of(variables, dict, "variables", "a dict of name -> tensor")
     instance_of(spec, str, "spec")
-    revision = non_negative_int(revision, "revision")
+    revision = integer(revision, "revision", minimum=0)
     if revision >= 2**32:
         raise ValueError(f"revision must fit in 32 bits, got {revision}")
     aliases = {} if aliases is None else instance_of(aliases, dict, "aliases", "a dict")

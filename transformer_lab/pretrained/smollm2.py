@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformer_lab.checks import instance_of, one_of, positive_int
+from transformer_lab.checks import instance_of, integer, one_of
 from transformer_lab.device import check_device
 from transformer_lab.generation.sampling import sample_next
 from transformer_lab.models.llama import Llama, LlamaConfig
@@ -135,7 +135,7 @@ def unpermute_qk(w: np.ndarray | torch.Tensor, n_heads: int):
     rotates neighbours ``(2i, 2i + 1)``, so its converter moves row ``i + d_head/2`` of a
     head next to row ``i``. Here the rows of each head go back: even rows first, then odd.
     """
-    n_heads = positive_int(n_heads, "n_heads")
+    n_heads = integer(n_heads, "n_heads", minimum=1)
     if not isinstance(w, (np.ndarray, torch.Tensor)) or w.ndim != 2:
         got = tuple(w.shape) if hasattr(w, "shape") else type(w).__name__
         raise ValueError(f"w must be a 2-d array [n_heads * d_head, d_in], got {got}")
@@ -300,7 +300,7 @@ def chat(
     end-of-turn token. ``temperature=0`` is greedy decoding."""
     instance_of(model, Llama, "model")
     instance_of(tokenizer, GGUFTokenizer, "tokenizer")
-    max_new_tokens = positive_int(max_new_tokens, "max_new_tokens")
+    max_new_tokens = integer(max_new_tokens, "max_new_tokens", minimum=1)
     device = model.W_E.device
     ids = torch.tensor([tokenizer.encode(tokenizer.chat_prompt(question))], device=device)
     cache, answer = model.new_cache(), []

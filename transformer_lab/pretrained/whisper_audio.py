@@ -15,7 +15,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from transformer_lab.checks import instance_of, is_int, positive_int, torch_tensor
+from transformer_lab.checks import instance_of, integer, is_int, torch_tensor
 
 __all__ = [
     "SAMPLE_RATE",
@@ -62,8 +62,8 @@ def mel_filters(
     i + 2, and is divided by half its width in Hz so that every filter has the same
     area. Computed in float64, returned in float32.
     """
-    n_mels, n_fft = positive_int(n_mels, "n_mels"), positive_int(n_fft, "n_fft")
-    sample_rate = positive_int(sample_rate, "sample_rate")
+    n_mels, n_fft = integer(n_mels, "n_mels", minimum=1), integer(n_fft, "n_fft", minimum=1)
+    sample_rate = integer(sample_rate, "sample_rate", minimum=1)
     if n_fft < 2:
         raise ValueError(f"n_fft must be >= 2, got {n_fft}")
     fft_freqs = torch.linspace(0, sample_rate / 2, n_fft // 2 + 1, dtype=torch.float64)

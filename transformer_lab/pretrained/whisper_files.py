@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from transformer_lab.checks import instance_of, is_int, positive_int
+from transformer_lab.checks import instance_of, integer, is_int
 from transformer_lab.device import check_device
 from transformer_lab.nn.norms import LayerNorm
 from transformer_lab.pretrained.ctranslate2_format import CTranslate2Model, read_ctranslate2
@@ -69,7 +69,7 @@ class WhisperTokenizer:
         except ImportError as err:
             raise ImportError("WhisperTokenizer needs the 'tokenizers' package") from err
         instance_of(path, (str, Path), "path", "a str or Path")
-        self.d_vocab = positive_int(d_vocab, "d_vocab")
+        self.d_vocab = integer(d_vocab, "d_vocab", minimum=1)
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"no tokenizer.json at {path}")

@@ -27,8 +27,6 @@ from transformer_lab.checks import (
     instance_of,
     integer,
     is_int,
-    non_negative_int,
-    positive_int,
 )
 from transformer_lab.nn.attention import scaled_dot_product_attention
 from transformer_lab.nn.blocks import DecoderBlock, EncoderBlock
@@ -70,7 +68,7 @@ class WhisperConfig:
     def __post_init__(self):
         for name in self.__dataclass_fields__:
             if name != "eps":
-                positive_int(getattr(self, name), name)
+                integer(getattr(self, name), name, minimum=1)
         finite_number(self.eps, "eps", above=0)
         for heads in ("n_audio_heads", "n_text_heads"):
             if self.d_model % getattr(self, heads):
@@ -95,8 +93,8 @@ class WhisperGeneration:
 
     def __post_init__(self):
         for name in ("sot_id", "eot_id", "no_timestamps_id"):
-            non_negative_int(getattr(self, name), name)
-        positive_int(self.max_length, "max_length")
+            integer(getattr(self, name), name, minimum=0)
+        integer(self.max_length, "max_length", minimum=1)
         for name in ("suppress_ids", "suppress_ids_begin"):
             ids = getattr(self, name)
             if not isinstance(ids, (tuple, list)) or not all(is_int(i) and i >= 0 for i in ids):
@@ -123,7 +121,7 @@ def whisper_sinusoids(length: int, channels: int, max_timescale: float = 10000.0
     for i = 0 .. channels/2 - 1, so that the slowest wave has exactly 1 / max_timescale.
     The 2017 encoding (nn.positions.sinusoidal_encoding) interleaves sines and cosines and
     divides by channels instead."""
-    length = positive_int(length, "length")
+    length = integer(length, "length", minimum=1)
     channels = integer(channels, "channels", minimum=4)
     if channels % 2:
         raise ValueError(f"channels must be even, got {channels}")

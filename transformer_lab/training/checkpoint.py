@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformer_lab.checks import instance_of, int_at_least
+from transformer_lab.checks import instance_of, integer
 from transformer_lab.data.cache import disk_error, write_atomically
 
 __all__ = ["rng_state", "set_rng_state", "save_checkpoint", "load_checkpoint"]
@@ -123,7 +123,7 @@ def save_checkpoint(
     instance_of(path, (str, os.PathLike), "path", "a file path")
     instance_of(model, torch.nn.Module, "model", "an nn.Module")
     instance_of(optimizer, torch.optim.Optimizer, "optimizer", "a torch optimizer")
-    int_at_least(step, 0, "step")
+    integer(step, "step", minimum=0)
     for name, value in (("extra", extra), ("config", config)):
         if value is not None:
             instance_of(value, dict, name, "a dict of plain values")

@@ -32,15 +32,13 @@ from torch import nn
 
 from transformer_lab.checks import (
     check_labels,
+    finite_number,
     floating_tensor,
     fraction,
     instance_of,
     integer,
     is_int,
-    non_negative_number,
     one_of,
-    positive_int,
-    positive_number,
     seed_int,
     token_ids,
 )
@@ -207,7 +205,7 @@ def classification_batches(
     """Endless shuffled mini-batches of ``data``: a new order every epoch, from ``seed``
     (a ``batch_size`` larger than ``data`` gives all of it, shuffled, every time)."""
     _check_data(data)
-    return _shuffled(data, positive_int(batch_size, "batch_size"), seed_int(seed))
+    return _shuffled(data, integer(batch_size, "batch_size", minimum=1), seed_int(seed))
 
 
 def _check_data(data) -> None:
@@ -236,7 +234,7 @@ def _in_batches(model, data: ClassificationBatch, batch_size: int, fn) -> torch.
     """``fn((input_ids, attention_mask))`` over ``data`` in slices of ``batch_size``, in eval
     mode on the model's device, concatenated on the CPU."""
     _check_data(data)
-    batch_size = positive_int(batch_size, "batch_size")
+    batch_size = integer(batch_size, "batch_size", minimum=1)
     device = next(model.parameters()).device
     out = []
     with evaluating(model):
@@ -300,12 +298,12 @@ class ClassifierRecipe:
     warmup: float = 0.1  # share of the steps spent rising to the peak
 
     def __post_init__(self):
-        positive_int(self.steps, "steps")
-        positive_int(self.batch_size, "batch_size")
-        positive_number(self.lr, "lr")
+        integer(self.steps, "steps", minimum=1)
+        integer(self.batch_size, "batch_size", minimum=1)
+        finite_number(self.lr, "lr", above=0)
         if self.encoder_lr is not None:
-            positive_number(self.encoder_lr, "encoder_lr")
-        non_negative_number(self.weight_decay, "weight_decay")
+            finite_number(self.encoder_lr, "encoder_lr", above=0)
+        finite_number(self.weight_decay, "weight_decay", at_least=0)
         fraction(self.warmup, "warmup", closed=False)
         _decay_below_one(max(self.lr, self.encoder_lr or 0), self.weight_decay)
 
@@ -389,8 +387,12 @@ def fit_probe(
         )
     n_classes = integer(n_classes, "n_classes", minimum=2)
     check_labels(labels, n_classes)
-    steps, lr, seed = positive_int(steps, "steps"), positive_number(lr, "lr"), seed_int(seed)
-    weight_decay = non_negative_number(weight_decay, "weight_decay")
+    steps, lr, seed = (
+        integer(steps, "steps", minimum=1),
+        finite_number(lr, "lr", above=0),
+        seed_int(seed),
+    )
+    weight_decay = finite_number(weight_decay, "weight_decay", at_least=0)
     mu = features.mean(0)
     sigma = features.std(0, unbiased=False).clamp_min(1e-6)
     z = (features - mu) / sigma  # [n, d]

@@ -20,9 +20,8 @@ from transformer_lab.checks import (
     finite_number,
     fraction,
     instance_of,
+    integer,
     is_int,
-    positive,
-    positive_int,
 )
 from transformer_lab.data.shakespeare import get_batch
 from transformer_lab.device import evaluating
@@ -55,7 +54,7 @@ def evaluate_lm(
     tokens before it in its window, as in training. Deterministic: no sampling.
     """
     n_ctx = _check_lm_args(model, data, n_ctx, "data")
-    positive_int(batch_size, "batch_size")
+    integer(batch_size, "batch_size", minimum=1)
     device = next(model.parameters()).device
     n_windows = (len(data) - 1) // n_ctx
     inputs = data[: n_windows * n_ctx].view(n_windows, n_ctx)
@@ -91,17 +90,17 @@ class TrainRecipe:
     grad_clip: float = 1.0  # clip the global gradient norm to this
 
     def __post_init__(self):
-        positive_int(self.batch_size, "batch_size")
-        positive_int(self.steps, "steps")
+        integer(self.batch_size, "batch_size", minimum=1)
+        integer(self.steps, "steps", minimum=1)
         if not is_int(self.warmup) or not 0 <= self.warmup <= self.steps:
             raise ValueError(
                 f"warmup must be an int in [0, steps={self.steps}], got {self.warmup!r}"
             )
-        positive(self.lr, "lr")
+        finite_number(self.lr, "lr", above=0)
         fraction(self.min_lr_ratio, "min_lr_ratio")
         fraction(self.beta2, "beta2", closed=False)
         finite_number(self.weight_decay, "weight_decay", at_least=0)
-        positive(self.grad_clip, "grad_clip")
+        finite_number(self.grad_clip, "grad_clip", above=0)
 
 
 def lr_factor(step: int, recipe: TrainRecipe) -> float:
@@ -239,7 +238,7 @@ def _check_lm_args(model, ids, n_ctx, name: str) -> int:
         n_ctx = getattr(config, "n_ctx", None)
         if n_ctx is None:
             raise ValueError("n_ctx is needed for a model without config.n_ctx")
-    positive_int(n_ctx, "n_ctx")
+    integer(n_ctx, "n_ctx", minimum=1)
     d_vocab = getattr(config, "d_vocab", None)
     if is_int(d_vocab):
         check_token_range(ids, d_vocab, name)

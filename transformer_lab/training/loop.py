@@ -53,12 +53,7 @@ import torch
 from torch import nn
 from torch.optim.lr_scheduler import LambdaLR
 
-from transformer_lab.checks import (
-    finite_number,
-    instance_of,
-    positive_int,
-    positive_number,
-)
+from transformer_lab.checks import finite_number, instance_of, integer
 from transformer_lab.data.cache import check_writable
 from transformer_lab.device import check_device, evaluating, num_threads, seed_everything
 from transformer_lab.training import distributed
@@ -84,7 +79,7 @@ class TrainResult:
 
     def smoothed(self, window: int = 20) -> list[float]:
         """Running mean of the losses over the last ``window`` steps."""
-        positive_int(window, "window")
+        integer(window, "window", minimum=1)
         out, total = [], 0.0
         for i, loss in enumerate(self.losses):
             total += loss
@@ -208,7 +203,7 @@ def _check_train_args(model, batches, loss_fn, run, *, lr, grad_clip, optimizer)
     if optimizer is None and lr > torch.finfo(torch.float32).max:  # Adam steps float32 weights
         raise ValueError(f"lr must be below float32's largest value (3.4e38), got {lr}")
     if grad_clip is not None:
-        positive_number(grad_clip, "grad_clip")
+        finite_number(grad_clip, "grad_clip", above=0)
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("the model has no trainable parameters")
     if run.checkpoint is not None:  # before any step: an unwritable path costs no training

@@ -28,11 +28,10 @@ from torch import nn
 from transformer_lab.checks import (
     IGNORE_INDEX,
     check_tokenizer,
+    finite_number,
     fraction,
     instance_of,
-    non_negative_number,
-    positive_int,
-    positive_number,
+    integer,
     seed_int,
     string_list,
     token_ids,
@@ -122,7 +121,7 @@ def answer_batch(tokenizer, prompts: Sequence[str], answers: Sequence[str]) -> A
 def answer_batches(data: AnswerBatch, batch_size: int, seed: int) -> Iterator[AnswerBatch]:
     """Endless shuffled mini-batches of ``data``, a new order every pass, from ``seed``."""
     instance_of(data, AnswerBatch, "data")
-    batch_size, seed = positive_int(batch_size, "batch_size"), seed_int(seed)
+    batch_size, seed = integer(batch_size, "batch_size", minimum=1), seed_int(seed)
     if not len(data):
         raise ValueError("data must hold at least one example")
 
@@ -188,15 +187,15 @@ class LoraRecipe:
     warmup: float = 0.1  # share of the steps spent rising to the peak
 
     def __post_init__(self):
-        positive_int(self.steps, "steps")
-        positive_int(self.batch_size, "batch_size")
-        positive_number(self.lr, "lr")
+        integer(self.steps, "steps", minimum=1)
+        integer(self.batch_size, "batch_size", minimum=1)
+        finite_number(self.lr, "lr", above=0)
         if self.lr > 1:
             raise ValueError(
                 f"lr must be at most 1, got {self.lr:g}: AdamW moves every adapter weight by "
                 "about lr at each step, and the adapters then swamp the weights they change"
             )
-        non_negative_number(self.weight_decay, "weight_decay")
+        finite_number(self.weight_decay, "weight_decay", at_least=0)
         fraction(self.warmup, "warmup", closed=False)
 
 

@@ -21,13 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import (
-    finite_number,
-    instance_of,
-    one_of,
-    positive_int,
-    positive_number,
-)
+from transformer_lab.checks import finite_number, instance_of, integer, one_of
 from transformer_lab.data.recall import IGNORE_INDEX, RecallBatch, RecallTask
 from transformer_lab.device import evaluating, seed_everything
 from transformer_lab.models.recall import KINDS, RecallConfig, RecallLM, matched_width
@@ -92,8 +86,8 @@ class RecallRecipe:
 
     def __post_init__(self):
         finite_number(self.lr, "lr", above=0)
-        positive_int(self.batch_size, "batch_size")
-        positive_int(self.evals, "evals")
+        integer(self.batch_size, "batch_size", minimum=1)
+        integer(self.evals, "evals", minimum=1)
 
 
 def train_recall(
@@ -109,7 +103,7 @@ def train_recall(
     instance_of(run, Run, "run", "a transformer_lab.training.run.Run")
     if run.steps is None:
         raise ValueError("train_recall needs Run(steps=...)")
-    steps = positive_int(run.steps, "run.steps")
+    steps = integer(run.steps, "run.steps", minimum=1)
     seed = 0 if run.seed is None else run.seed
     validation = task.split("validation", n_pairs, seed=seed)
     measure = run.replace(eval_every=run.eval_every or max(1, steps // recipe.evals))
@@ -142,10 +136,10 @@ def choose_lr(
     rate's accuracy."""
     one_of(kind, KINDS, "kind")
     instance_of(task, RecallTask, "task")
-    positive_int(steps, "steps")
+    integer(steps, "steps", minimum=1)
     if not isinstance(lrs, (tuple, list)) or not lrs:
         raise ValueError(f"lrs must be a non-empty tuple of learning rates, got {lrs!r}")
-    lrs = [positive_number(lr, "lr") for lr in lrs]
+    lrs = [finite_number(lr, "lr", above=0) for lr in lrs]
     scores = {}
     for lr in lrs:
         model = new_model(kind, task, seed=seed)

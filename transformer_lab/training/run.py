@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_lab.checks import instance_of, is_int, non_negative_int, positive, seed_int
+from transformer_lab.checks import finite_number, instance_of, integer, is_int, seed_int
 from transformer_lab.device import check_device
 from transformer_lab.training.checkpoint import check_plain
 
@@ -81,22 +81,22 @@ class Run:
 
     def __post_init__(self):
         if self.steps is not None:
-            non_negative_int(self.steps, "steps")
+            integer(self.steps, "steps", minimum=0)
         if self.seconds is not None:
-            positive(self.seconds, "seconds")
+            finite_number(self.seconds, "seconds", above=0)
         if self.seed is not None:
             seed_int(self.seed)
         if self.device is not None:
             check_device(self.device)
-        if self.threads is not None and (not is_int(self.threads) or self.threads < 1):
-            raise ValueError(f"threads must be a positive int or None, got {self.threads!r}")
+        if self.threads is not None:
+            integer(self.threads, "threads", minimum=1)
         for name in ("progress", "resume"):
             instance_of(getattr(self, name), bool, name, "True or False")
         instance_of(self.desc, str, "desc", "a label")
         if self.eval_fn is not None and not callable(self.eval_fn):
             raise TypeError(f"eval_fn must be a function (model) -> float, got {self.eval_fn!r}")
-        if self.eval_every is not None and (not is_int(self.eval_every) or self.eval_every <= 0):
-            raise ValueError(f"eval_every must be a positive int, got {self.eval_every!r}")
+        if self.eval_every is not None:
+            integer(self.eval_every, "eval_every", minimum=1)
         if self.checkpoint is not None:
             instance_of(self.checkpoint, (str, os.PathLike), "checkpoint", "a file path")
         every = self.checkpoint_every

@@ -36,13 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from transformer_lab.checks import (
-    fraction,
-    int_at_least,
-    non_negative_int,
-    one_of,
-    positive_int,
-)
+from transformer_lab.checks import fraction, integer, one_of
 
 __all__ = [
     "DECAYS",
@@ -62,9 +56,9 @@ def warmup_decay(
     """The schedule ``step -> factor`` of the shape above: a linear warm-up over ``warmup``
     steps (0: none), and a ``decay`` ("cosine" or "linear") from 1 at step ``start`` to
     ``floor`` at step ``end``. Where the two overlap (``start < warmup``) they multiply."""
-    non_negative_int(warmup, "warmup")
-    non_negative_int(start, "start")
-    non_negative_int(end, "end")
+    integer(warmup, "warmup", minimum=0)
+    integer(start, "start", minimum=0)
+    integer(end, "end", minimum=0)
     if end < start:
         raise ValueError(
             f"end must be at least start={start}: the decay runs from start to end, got end={end}"
@@ -74,7 +68,7 @@ def warmup_decay(
     length = max(1, end - start)
 
     def factor(step: int) -> float:
-        int_at_least(step, 0, "step")
+        integer(step, "step", minimum=0)
         ramp = min(1.0, (step + 1) / warmup) if warmup else 1.0
         if step < start:
             return ramp
@@ -91,7 +85,7 @@ def warmup_decay(
 def warmup_linear(steps: int, warmup: float = 0.1) -> Callable[[int], float]:
     """BERT's fine-tuning schedule for ``train(lr_schedule=...)``: a linear warm-up over the
     first ``warmup`` share of ``steps`` (at least one step), then a linear decay to zero."""
-    positive_int(steps, "steps")
+    integer(steps, "steps", minimum=1)
     warmup = fraction(warmup, "warmup (a share of the steps)", closed=False)
     n_warm = max(1, math.ceil(warmup * steps))
     return warmup_decay(n_warm, n_warm, steps, "linear")
@@ -100,7 +94,7 @@ def warmup_linear(steps: int, warmup: float = 0.1) -> Callable[[int], float]:
 def warmup_cosine(steps: int, warmup: int) -> Callable[[int], float]:
     """The tiny BERT's pretraining schedule: a linear warm-up over ``warmup`` steps times
     half a cosine that spans the whole run, from 1 at step 0 to zero at ``steps``."""
-    positive_int(steps, "steps")
+    integer(steps, "steps", minimum=1)
     return warmup_decay(warmup, 0, steps, "cosine")
 
 
@@ -108,10 +102,10 @@ def warmup_inverse_sqrt(warmup: int) -> Callable[[int], float]:
     """The 2017 Transformer's schedule for ``train(lr_schedule=...)``: a linear warm-up to 1
     over ``warmup`` steps, then ``sqrt(warmup / (step + 1))``, which halves the learning rate
     every time the step count grows fourfold and never reaches zero."""
-    positive_int(warmup, "warmup")
+    integer(warmup, "warmup", minimum=1)
 
     def factor(step: int) -> float:
-        int_at_least(step, 0, "step")
+        integer(step, "step", minimum=0)
         s = step + 1
         return min(s / warmup, math.sqrt(warmup / s))
 
@@ -121,6 +115,6 @@ def warmup_inverse_sqrt(warmup: int) -> Callable[[int], float]:
 def transformer_peak_lr(d_model: int, warmup: int) -> float:
     """The peak learning rate of the 2017 recipe, ``d_model**-0.5 * warmup**-0.5``: with it,
     ``lr * warmup_inverse_sqrt(warmup)(step)`` is the paper's formula (section 5.3)."""
-    positive_int(d_model, "d_model")
-    positive_int(warmup, "warmup")
+    integer(d_model, "d_model", minimum=1)
+    integer(warmup, "warmup", minimum=1)
     return (d_model * warmup) ** -0.5

@@ -27,14 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_lab.checks import (
-    instance_of,
-    int_at_least,
-    integer,
-    positive,
-    positive_int,
-    require,
-)
+from transformer_lab.checks import finite_number, instance_of, integer, require
 from transformer_lab.data import shakespeare
 from transformer_lab.data.mlm import (
     IGNORE_INDEX,
@@ -69,7 +62,7 @@ def check_recipe_fields(recipe) -> None:
         if f.type == "int":
             integer(value, f.name, minimum=0 if f.name == "seed" else 1)
         else:
-            positive(value, f.name)
+            finite_number(value, f.name, above=0)
     if recipe.d_model % recipe.n_heads:
         raise ValueError(f"d_model={recipe.d_model} must be divisible by n_heads={recipe.n_heads}")
     if recipe.warmup > recipe.steps:
@@ -135,7 +128,7 @@ class ShakespeareCorpus:
 def shakespeare_corpus(vocab_size: int = 2000) -> ShakespeareCorpus:
     """Split the plays, drop speaker names, learn the WordPiece vocabulary on the training
     plays and encode both splits (a few seconds; cached, however the size is passed)."""
-    int_at_least(vocab_size, 100, "vocab_size")
+    integer(vocab_size, "vocab_size", minimum=100)
     return _shakespeare_corpus(int(vocab_size))
 
 
@@ -208,7 +201,7 @@ def held_out_batch(
 ) -> PretrainingBatch:
     """``n_pairs`` masked sentence pairs from the held-out play, drawn with ``seed``."""
     instance_of(corpus, ShakespeareCorpus, "corpus")
-    positive_int(n_pairs, "n_pairs")
+    integer(n_pairs, "n_pairs", minimum=1)
     gen = torch.Generator().manual_seed(seed)
     pairs = next_sentence_pairs(corpus.val_ids, n_pairs, generator=gen)
     return pretraining_batch(pairs, generator=gen, **_pack(corpus.tokenizer, max_len))

@@ -24,14 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_lab.checks import (
-    IGNORE_INDEX,
-    check_labels,
-    finite_number,
-    instance_of,
-    positive_int,
-    positive_number,
-)
+from transformer_lab.checks import IGNORE_INDEX, check_labels, finite_number, instance_of, integer
 from transformer_lab.data.toy import batch_maker, toy_batches, toy_lengths
 from transformer_lab.device import num_threads
 from transformer_lab.training.loop import TrainResult, train
@@ -78,11 +71,11 @@ class ToyRecipe:
     lr_schedule: Callable[[int], float] | None = None  # step -> factor of lr; None: constant
 
     def __post_init__(self):
-        positive_int(self.batch_size, "batch_size")
+        integer(self.batch_size, "batch_size", minimum=1)
         toy_lengths(self.lengths)
         finite_number(self.lr, "lr", above=0)
         if self.grad_clip is not None:
-            positive_number(self.grad_clip, "grad_clip")
+            finite_number(self.grad_clip, "grad_clip", above=0)
         if self.lr_schedule is not None and not callable(self.lr_schedule):
             raise TypeError(
                 f"lr_schedule must be a function step -> factor, got {self.lr_schedule!r}"

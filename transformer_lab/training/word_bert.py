@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_lab.checks import instance_of, integer, positive
+from transformer_lab.checks import finite_number, instance_of, integer
 from transformer_lab.data import shakespeare
 from transformer_lab.data.mlm import (
     IGNORE_INDEX,
@@ -148,7 +148,7 @@ class NeighbourCounts:
 
     def __init__(self, sequences, vocab_size: int, special_ids, alpha: float = 0.1):
         integer(vocab_size, "vocab_size", minimum=2)
-        self.alpha = positive(alpha, "alpha")
+        self.alpha = finite_number(alpha, "alpha", above=0)
         pairs = [(a, b) for s in sequences for a, b in zip(s[:-1], s[1:], strict=True)]
         flat = torch.tensor([t for s in sequences for t in s], dtype=torch.long)
         if not pairs:

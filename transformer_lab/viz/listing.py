@@ -11,7 +11,7 @@ names the file. A statement only checks when it is
 - a bare call of a check: a function named ``check_...`` or ``_check...``, or one of
   :mod:`transformer_lab.checks`'s public functions.
 
-A check whose value the code goes on to use (``steps = positive_int(steps, "steps")``)
+A check whose value the code goes on to use (``steps = integer(steps, "steps", minimum=1)``)
 stays, since the lines after it read the name it sets. :func:`plain_docstrings` turns
 reStructuredText's double backticks in docstrings into single ones, as prose would.
 """

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import torch
 
-from transformer_lab.checks import index_in, non_negative_int, one_of, positive_int, string
+from transformer_lab.checks import index_in, integer, one_of, string
 
 __all__ = ["LiveModel", "live_model", "COMPARE_SENTENCES"]
 
@@ -111,9 +111,9 @@ def live_model(
     one_of(name, MODELS, "name")
     string(prompt, "prompt")
     string(sentence, "sentence")
-    positive_int(n_chars, "n_chars")
-    non_negative_int(layer, "layer")
-    non_negative_int(head, "head")
+    integer(n_chars, "n_chars", minimum=1)
+    integer(layer, "layer", minimum=0)
+    integer(head, "head", minimum=0)
     if isinstance(compare, str) or not all(isinstance(s, str) for s in compare):
         raise TypeError(f"compare must be a list of sentences (str), got {compare!r}")
     if name == "gpt":

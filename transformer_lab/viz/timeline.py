@@ -16,7 +16,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from transformer_lab.checks import instance_of, integer, one_of, positive_number
+from transformer_lab.checks import finite_number, instance_of, integer, one_of
 
 __all__ = [
     "TimelineEntry",
@@ -222,8 +222,8 @@ def timeline_figure(
     import matplotlib.pyplot as plt
 
     entries = _check_entries(entries)
-    positive_number(wrap, "wrap")
-    positive_number(fontsize, "fontsize")
+    finite_number(wrap, "wrap", above=0)
+    finite_number(fontsize, "fontsize", above=0)
     heights_by_name = dict(LABEL_HEIGHTS if heights is None else heights)
     instance_of(title, (str, type(None)), "title")
     if ax is None:

@@ -62,7 +62,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from transformer_lab.checks import one_of, positive_int, positive_number, string
+from transformer_lab.checks import finite_number, integer, one_of, string
 from transformer_lab.nn.attention import scaled_dot_product_attention
 from transformer_lab.nn.masks import causal_mask, combine_masks, padding_mask
 
@@ -121,15 +121,15 @@ def projections(d_k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     Entries have variance ``1 / D_MODEL``, so each entry of ``q = x W_Q`` has variance
     about 1 for an embedding with unit-variance entries.
     """
-    positive_int(d_k, "d_k")
+    integer(d_k, "d_k", minimum=1)
     generator = torch.Generator().manual_seed(1000 + d_k)
     W = torch.randn(3, D_MODEL, d_k, generator=generator) / math.sqrt(D_MODEL)
     return W[0], W[1], W[2]
 
 
 def _check_settings(d_k, temperature, mask_kind):
-    positive_int(int(d_k) if isinstance(d_k, np.integer) else d_k, "d_k")  # np.int64 too
-    if positive_number(temperature, "temperature") < MIN_TEMPERATURE:
+    integer(int(d_k) if isinstance(d_k, np.integer) else d_k, "d_k", minimum=1)  # np.int64 too
+    if finite_number(temperature, "temperature", above=0) < MIN_TEMPERATURE:
         raise ValueError(
             f"temperature must be at least {MIN_TEMPERATURE:g}, got {temperature!r}: far smaller "
             "ones overflow the softmax's float32 input and the weights come out NaN"
