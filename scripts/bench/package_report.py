@@ -291,15 +291,19 @@ def training_stats(tree_root: Path) -> dict:
 
 def check_stats(tree_root: Path) -> dict:
     """The functions of ``checks.py``, its spellings of "an int at least n" and of "a number
-    above or at least x", and the public functions with a private twin (``f`` and ``_f``)."""
+    above or at least x", and the public functions and methods with a private twin (``f`` and
+    ``_f`` in one module or class)."""
     pkg = tree_root / "transformer_lab"
     tree = ast.parse((pkg / "checks.py").read_text())
     defined = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
     twins = []
     for p in sorted(pkg.rglob("*.py")):
-        names = {n.name for n in ast.parse(p.read_text()).body if isinstance(n, ast.FunctionDef)}
+        module = ast.parse(p.read_text())
         rel = p.relative_to(tree_root).as_posix()
-        twins += [f"{rel}:{n}" for n in sorted(names) if n[0] != "_" and f"_{n}" in names]
+        for scope in [module] + [n for n in ast.walk(module) if isinstance(n, ast.ClassDef)]:
+            names = {n.name for n in scope.body if isinstance(n, ast.FunctionDef)}
+            where = f"{rel}:{scope.name}." if isinstance(scope, ast.ClassDef) else f"{rel}:"
+            twins += [where + n for n in sorted(names) if n[0] != "_" and f"_{n}" in names]
     return {
         "check_functions": [n for n in defined if not n.startswith("_")],
         "int_spellings": [n for n in INT_CHECKS if n in defined],
