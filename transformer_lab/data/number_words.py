@@ -88,10 +88,8 @@ def _fix_german_eins(morphemes: list[str]) -> list[str]:
 def tokenize(text: str, lang: str) -> list[str]:
     """Lower-case word tokens of a number written by num2words; hyphens and commas split
     words and are dropped; German compounds are split into morphemes."""
-    return _tokenize(string(text, "text"), one_of(lang, LANGUAGES, "language"))
-
-
-def _tokenize(text: str, lang: str) -> list[str]:
+    string(text, "text")
+    one_of(lang, LANGUAGES, "language")
     words = [w for w in re.split(r"[\s,\-]+", text.lower()) if w]
     if lang == "de":
         return _fix_german_eins([m for w in words for m in _morphemes(w)])
@@ -107,4 +105,4 @@ def number_to_words(number: int, lang: str) -> list[str]:
 
 
 def _words(number: int, lang: str) -> list[str]:
-    return _tokenize(_converter(lang).to_cardinal(number), lang)
+    return tokenize(_converter(lang).to_cardinal(number), lang)
