@@ -216,10 +216,6 @@ class NumberData:
             raise ValueError("a batch needs at least one index")
         if int(index.min()) < 0 or int(index.max()) >= len(pairs):
             raise IndexError(f"index out of range for split {split!r} of {len(pairs)} pairs")
-        return self._batch(split, index)
-
-    def _batch(self, split: str, index: torch.Tensor) -> Batch:
-        """:meth:`batch` of a split name and indices already checked."""
         src, tgt = (t[index] for t in self._ids[split])
         src = src[:, : int((src != PAD_ID).sum(1).max())]
         tgt = tgt[:, : int((tgt != PAD_ID).sum(1).max())]
@@ -247,7 +243,7 @@ class NumberData:
         while epochs is None or epoch < epochs:
             order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
             for start in range(0, n, batch_size):
-                yield self._batch(split, order[start : start + batch_size])
+                yield self.batch(split, order[start : start + batch_size])
             epoch += 1
 
 
@@ -363,7 +359,7 @@ def predict(translate, data: NumberData, split: str = "test", batch_size: int = 
     n = len(data.split(split))
     out = []
     for start in range(0, n, batch_size):
-        src = data._batch(split, torch.arange(start, min(start + batch_size, n))).src
+        src = data.batch(split, torch.arange(start, min(start + batch_size, n))).src
         ids = translate(src if device is None else src.to(device))
         if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.shape[0] != src.shape[0]:
             raise ValueError(

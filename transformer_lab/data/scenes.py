@@ -205,10 +205,6 @@ class SceneData:
             raise ValueError(
                 f"index must pick rows of the {n} {split} scenes, got {index.tolist()}"
             )
-        return self._batch(split, index)
-
-    def _batch(self, split: str, index: torch.Tensor) -> Batch:
-        """:meth:`batch` of a split name and indices already checked."""
         images, captions = self.images[split][index], self.captions[split][index]
         return Batch(images, captions, index, self.vocab.pad_id)
 
@@ -219,14 +215,15 @@ class SceneData:
         n = len(self.scenes[split])
         if integer(batch_size, "batch_size", minimum=1) > n:
             raise ValueError(f"batch_size={batch_size} is more than the {n} {split} scenes")
-        return self._batches(split, batch_size, seed_int(seed), n)
+        gen = torch.Generator().manual_seed(seed_int(seed))
 
-    def _batches(self, split: str, batch_size: int, seed: int, n: int):
-        gen = torch.Generator().manual_seed(seed)
-        while True:
-            order = torch.randperm(n, generator=gen)
-            for start in range(0, n - batch_size + 1, batch_size):
-                yield self._batch(split, order[start : start + batch_size])
+        def endless():  # a generator inside, so that the checks above run at the call
+            while True:
+                order = torch.randperm(n, generator=gen)
+                for start in range(0, n - batch_size + 1, batch_size):
+                    yield self.batch(split, order[start : start + batch_size])
+
+        return endless()
 
 
 def _row_index(index) -> torch.Tensor:
