@@ -131,9 +131,6 @@ class Captioner(RecurrentDecoder):
     def start(self, cells: torch.Tensor) -> torch.Tensor:
         """The decoder's first state ``[1, batch, d_model]``, from the mean of the cells."""
         self._check_cells(cells)
-        return self._start(cells)
-
-    def _start(self, cells: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.W_init(cells.mean(dim=1))).unsqueeze(0)
 
     def decode_step(self, prev: torch.Tensor, state: torch.Tensor, cells: torch.Tensor):
@@ -167,7 +164,7 @@ class Captioner(RecurrentDecoder):
         self._check_ids(tgt_in, "tgt_in", self.config.d_vocab, "words")
         if tgt_in.shape[0] != cells.shape[0]:
             raise ValueError(f"cells have batch {cells.shape[0]} but tgt_in {tgt_in.shape[0]}")
-        s, _ = self.decoder(self.W_E(tgt_in), self._start(cells))  # [batch, tgt_pos, d_model]
+        s, _ = self.decoder(self.W_E(tgt_in), self.start(cells))  # [batch, tgt_pos, d_model]
         if self.config.attention:  # all steps at once: [batch, tgt_pos, cells]
             weights = attention_weights(self.all_scores(s, cells))
             context = weights @ cells  # [batch, tgt_pos, d_model]
@@ -186,7 +183,7 @@ class Captioner(RecurrentDecoder):
         lay it over the picture."""
         max_len = self.config.max_len if max_len is None else integer(max_len, "max_len", minimum=1)
         cells = self.encode(images)
-        return self._greedy(self._start(cells), cells, cells.shape[0], cells.device, max_len)
+        return self._greedy(self.start(cells), cells, cells.shape[0], cells.device, max_len)
 
 
 def caption_accuracy(predicted: torch.Tensor, reference: torch.Tensor, pad_id: int = 0):
