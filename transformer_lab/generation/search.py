@@ -136,73 +136,75 @@ def beam_hypotheses(
     bookkeeping of each row is done in Python."""
     _check(src, max_len, beam_size, length_penalty)
     _check_model(model, bos_id=bos_id, eos_id=eos_id)
+    k, alpha = beam_size, length_penalty
     with evaluating(model):
-        return _beam_hypotheses(model, src, bos_id, eos_id, beam_size, max_len, length_penalty)
-
-
-def _beam_hypotheses(model, src, bos_id, eos_id, k, max_len, alpha) -> list[list[Hypothesis]]:
-    """:func:`beam_hypotheses` of arguments already checked, the model in evaluation mode."""
-    memory, src_mask = _encode(model, src)
-    batch = src.shape[0]
-    memory = memory.repeat_interleave(k, dim=0)  # [batch * k, src_pos, d_model]
-    if src_mask is not None:
-        src_mask = src_mask.repeat_interleave(k, dim=0)
-    device = src.device
-    live = list(range(batch))  # rows still searching; the tensors hold only their beams
-    tokens = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)
-    log_p = torch.full((batch, k), -math.inf, device=device)
-    log_p[:, 0] = 0.0  # one live beam per row at the start; the copies are placeholders
-    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
-    for step in range(1, max_len + 1):
-        next_lp = _next_log_probs(model, tokens, memory, src_mask)  # [live * k, V]
-        vocab = next_lp.shape[1]
-        candidates = (log_p.reshape(-1, 1) + next_lp).reshape(len(live), k * vocab)
-        top_lp, top_index = candidates.topk(2 * k, dim=1)  # [live, 2k], best first
-        prefixes, top_lp, top_index = tokens[:, 1:].tolist(), top_lp.tolist(), top_index.tolist()
-        still, rows, new_tokens, new_lp = [], [], [], []
+        memory, src_mask = _encode(model, src)
+        batch = src.shape[0]
+        memory = memory.repeat_interleave(k, dim=0)  # [batch * k, src_pos, d_model]
+        if src_mask is not None:
+            src_mask = src_mask.repeat_interleave(k, dim=0)
+        device = src.device
+        live = list(range(batch))  # rows still searching; the tensors hold only their beams
+        tokens = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)
+        log_p = torch.full((batch, k), -math.inf, device=device)
+        log_p[:, 0] = 0.0  # one live beam per row at the start; the copies are placeholders
+        finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
+        for step in range(1, max_len + 1):
+            next_lp = _next_log_probs(model, tokens, memory, src_mask)  # [live * k, V]
+            vocab = next_lp.shape[1]
+            candidates = (log_p.reshape(-1, 1) + next_lp).reshape(len(live), k * vocab)
+            top_lp, top_index = candidates.topk(2 * k, dim=1)  # [live, 2k], best first
+            prefixes, top_lp, top_index = (
+                tokens[:, 1:].tolist(),
+                top_lp.tolist(),
+                top_index.tolist(),
+            )
+            still, rows, new_tokens, new_lp = [], [], [], []
+            for i, b in enumerate(live):
+                extend, kept = [], 0  # (prefix row, token, log-probability) of the new beams
+                for rank, (lp, index) in enumerate(zip(top_lp[i], top_index[i], strict=True)):
+                    if lp == -math.inf:
+                        break
+                    beam, token = divmod(index, vocab)
+                    if token == eos_id:
+                        if rank < k:  # an <eos> only counts when it is among the best k
+                            ids = (*prefixes[i * k + beam], eos_id)
+                            finished[b].append(
+                                Hypothesis(ids, lp, _normalise(lp, step, alpha), True)
+                            )
+                    elif kept < k:
+                        extend.append((i * k + beam, token, lp))
+                        kept += 1
+                if kept == 0:
+                    continue
+                best = max(h.score for h in finished[b]) if finished[b] else -math.inf
+                if _bound(extend[0][2], max_len, alpha) <= best:
+                    continue  # no continuation can beat the best finished hypothesis
+                extend += [(i * k, eos_id, -math.inf)] * (k - kept)  # placeholders
+                still.append(b)
+                rows += [r for r, _, _ in extend]
+                new_tokens += [t for _, t, _ in extend]
+                new_lp.append([lp for _, _, lp in extend])
+            if not still:
+                live = []
+                break
+            if len(still) < len(live):  # drop the finished rows from the batch
+                keep = torch.tensor([live.index(b) for b in still], device=device)
+                beams = (keep[:, None] * k + torch.arange(k, device=device)).reshape(-1)
+                memory = memory[beams]
+                src_mask = None if src_mask is None else src_mask[beams]
+            index = torch.tensor(rows, device=device)
+            tokens = torch.cat([tokens[index], torch.tensor(new_tokens, device=device)[:, None]], 1)
+            log_p = torch.tensor(new_lp, device=device)
+            live = still
+        # at max_len, the unfinished beams of rows still searching become candidates
+        prefixes = tokens[:, 1:].tolist()
         for i, b in enumerate(live):
-            extend, kept = [], 0  # (prefix row, token, log-probability) of the new beams
-            for rank, (lp, index) in enumerate(zip(top_lp[i], top_index[i], strict=True)):
-                if lp == -math.inf:
-                    break
-                beam, token = divmod(index, vocab)
-                if token == eos_id:
-                    if rank < k:  # an <eos> only counts when it is among the best k
-                        ids = (*prefixes[i * k + beam], eos_id)
-                        finished[b].append(Hypothesis(ids, lp, _normalise(lp, step, alpha), True))
-                elif kept < k:
-                    extend.append((i * k + beam, token, lp))
-                    kept += 1
-            if kept == 0:
-                continue
-            best = max(h.score for h in finished[b]) if finished[b] else -math.inf
-            if _bound(extend[0][2], max_len, alpha) <= best:
-                continue  # no continuation can beat the best finished hypothesis
-            extend += [(i * k, eos_id, -math.inf)] * (k - kept)  # placeholders
-            still.append(b)
-            rows += [r for r, _, _ in extend]
-            new_tokens += [t for _, t, _ in extend]
-            new_lp.append([lp for _, _, lp in extend])
-        if not still:
-            live = []
-            break
-        if len(still) < len(live):  # drop the finished rows from the batch
-            keep = torch.tensor([live.index(b) for b in still], device=device)
-            beams = (keep[:, None] * k + torch.arange(k, device=device)).reshape(-1)
-            memory = memory[beams]
-            src_mask = None if src_mask is None else src_mask[beams]
-        index = torch.tensor(rows, device=device)
-        tokens = torch.cat([tokens[index], torch.tensor(new_tokens, device=device)[:, None]], 1)
-        log_p = torch.tensor(new_lp, device=device)
-        live = still
-    # at max_len, the unfinished beams of rows still searching become candidates
-    prefixes = tokens[:, 1:].tolist()
-    for i, b in enumerate(live):
-        for j, lp in enumerate(log_p[i].tolist()):
-            if lp > -math.inf:
-                ids = tuple(prefixes[i * k + j])
-                finished[b].append(Hypothesis(ids, lp, _normalise(lp, len(ids), alpha), False))
-    return [sorted(hyps, key=lambda h: h.score, reverse=True) for hyps in finished]
+            for j, lp in enumerate(log_p[i].tolist()):
+                if lp > -math.inf:
+                    ids = tuple(prefixes[i * k + j])
+                    finished[b].append(Hypothesis(ids, lp, _normalise(lp, len(ids), alpha), False))
+        return [sorted(hyps, key=lambda h: h.score, reverse=True) for hyps in finished]
 
 
 def beam_search(
