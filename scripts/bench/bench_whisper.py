@@ -10,6 +10,11 @@ Measures, on this machine and thread count:
 - the caches: milliseconds per decoded token on the lecture sentence with each of the
   decoder's two caches on or off (``greedy_transcribe(self_cache=..., cross_cache=...)``),
   interleaved, median of ``--repeats``; the tokens must be equal in every setting;
+- the decoder against the memory-bandwidth roofline: the bytes one decoding step reads (the
+  decoder's weights, the output head reading the whole token table, one row of the position
+  table, the self-attention cache at the mean context and the cross-attention cache of all
+  1500 audio positions), a streaming read's bandwidth on this thread count, and the share
+  of the resulting limit that the cached decoder reaches;
 - for reference, CTranslate2 (an optimized C++ engine) on the same ``model.bin`` and the same
   log-mel features, float32, same thread count: its greedy tokens must equal ours.
 
@@ -106,6 +111,8 @@ def main(argv=None) -> None:
         print(f"  self-attention cache {on[self_cache]}, cross-attention cache "
               f"{on[cross_cache]}: {statistics.median(ms):6.1f} ms per token")  # fmt: skip
 
+    decoder_roofline(model, per_token[True, True], n_tokens=len(reference))
+
     try:
         import ctranslate2
     except ImportError:
@@ -132,6 +139,34 @@ def main(argv=None) -> None:
     print(f"from log-mel, the {len(clips)} clips (interleaved, median of {args.repeats}): ours "
           f"{statistics.median(ours_s):.2f} s, CTranslate2 {statistics.median(ct2_s):.2f} s "
           f"(float32, {args.threads} thread(s)); the same tokens")  # fmt: skip
+
+
+def decoder_roofline(model, ms_per_token: list[float], n_tokens: int) -> dict:
+    """Print and return what one cached decoding step reads and how near the bandwidth
+    limit the measured milliseconds per token come."""
+    from transformer_lab.analysis.roofline import read_bandwidth, roofline
+
+    c = model.config
+    seen, weights = set(), 0
+    for p in model.decoder.parameters():  # a shared tensor once
+        if p.data_ptr() not in seen:
+            seen.add(p.data_ptr())
+            weights += p.numel() * p.element_size()
+    weights -= (c.n_text_ctx - 1) * c.d_model * 4  # a step reads one row of the position table
+    prompt = len(model.generation.prompt)
+    self_cache = 2 * c.n_text_layers * c.d_model * (prompt + n_tokens / 2) * 4
+    cross_cache = 2 * c.n_text_layers * c.d_model * c.n_audio_ctx * 4
+    total = weights + self_cache + cross_cache
+    bandwidth = read_bandwidth()
+    limit = roofline(total, bandwidth)
+    rate = 1000 / statistics.median(ms_per_token)
+    print(
+        f"decoder roofline: a cached step reads {weights / 1e6:.0f} MB of weights, "
+        f"{self_cache / 1e6:.2f} MB of self-attention cache and {cross_cache / 1e6:.1f} MB "
+        f"of cross-attention cache; a streaming read moves {bandwidth / 1e9:.1f} GB/s, so at "
+        f"most {limit:.0f} tokens/s; ours {rate:.0f} tokens/s, {rate / limit:.0%} of it"
+    )
+    return {"bytes": total, "bandwidth": bandwidth, "limit": limit, "rate": rate}
 
 
 if __name__ == "__main__":
