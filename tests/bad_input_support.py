@@ -71,6 +71,7 @@ from transformer_lab.training import word_bert as WB
 from transformer_lab.viz import architecture as AR
 from transformer_lab.viz import bertviz as BV
 from transformer_lab.viz import display as DSP
+from transformer_lab.viz import figure_text as FIGURE_TEXT
 from transformer_lab.viz import overlay as VIZ_OVERLAY
 from transformer_lab.viz import timeline as TL
 from transformer_lab.viz import toy_attention as W

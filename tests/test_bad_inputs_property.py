@@ -667,6 +667,8 @@ SKIPPED = {
     "transformer_lab.viz.live_model": _R9,
     "transformer_lab.viz.decoding_explorer": _R9,
     "transformer_lab.viz.display.figure_number": _R9,
+    "transformer_lab.viz.figure_text.chapter_words": _R9,
+    "transformer_lab.viz.figure_text.figure_words": _R9,
     "transformer_lab.viz.dropdown_bars": _R9,
     "transformer_lab.viz.dropdown_heatmaps": _R9,
     "transformer_lab.viz.figure": _R9,

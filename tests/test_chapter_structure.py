@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from transformer_lab.viz.figure_text import chapter_words
+
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 CHAPTERS = sorted(p for p in BOOK.glob("[0-9][0-9]_*.md"))
@@ -76,15 +78,51 @@ def test_figures_are_numbered_and_captioned(md):
         and node.func.attr == "figure"
         and getattr(node.func.value, "id", "") == "viz"
     ]
+    shows = [
+        node
+        for tree in trees
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "show"
+        and getattr(node.func.value, "id", "") == "viz"
+    ]
     names = []
-    for call in calls:
+    for call in calls + shows:
+        what = f"viz.{call.func.attr}"
         keywords = {k.arg for k in call.keywords}
-        assert len(call.args) >= 2, f"{md.name}: viz.figure needs the figure and its name"
-        assert {"caption", "alt"} <= keywords, f"{md.name}: a figure without caption or alt"
+        assert len(call.args) == 2, f"{md.name}: {what} needs the figure and its name"
+        assert not {"caption", "alt"} & keywords, (
+            f"{md.name}: {what} with caption= or alt= in the reader's code; the words go "
+            "in transformer_lab/viz/captions/"
+        )
         name = call.args[1].value
         assert name.startswith(f"ch{md.name[:2]}-"), f"{md.name}: figure {name} of another chapter"
         names.append(name)
     assert len(names) == len(set(names)), f"{md.name}: a figure name is used twice: {names}"
+    words = chapter_words(int(md.name[:2]))
+    assert sorted(names) == sorted(words), (
+        f"{md.name}: the figures shown {sorted(set(names) - set(words))} have no words in "
+        f"viz/captions, and the words of {sorted(set(words) - set(names))} are not shown"
+    )
+    for name, call in zip(names, calls + shows, strict=True):
+        has_caption = bool(words[name]["caption"])
+        assert has_caption == (call.func.attr == "figure"), (
+            f"{md.name}: {name}: a numbered figure has a caption, a view (viz.show) none"
+        )
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=_ids(CHAPTERS))
+def test_figure_words_are_not_in_the_code(md):
+    """A caption is published once, under its figure: no code cell spells out its words."""
+    code = " ".join(_code_cells(md.read_text()).split())
+    for name, words in chapter_words(int(md.name[:2])).items():
+        for kind in ("caption", "alt"):
+            text = " ".join(words[kind].split())
+            # the longest run of words without a field: the part no computed number changes
+            plain = max(re.split(r"\{[^{}]*\}", text), key=len).strip()
+            if len(plain) >= 30:
+                assert plain not in code, f"{md.name}: the {kind} of {name} is in a code cell"
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=_ids(CHAPTERS))

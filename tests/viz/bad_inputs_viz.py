@@ -7,6 +7,7 @@ from bad_input_support import (  # noqa: F401
     AR,
     BV,
     DSP,
+    FIGURE_TEXT,
     TL,
     VIZ_OVERLAY,
     WM,
@@ -285,6 +286,19 @@ case(DSP.figure, lambda: DSP.figure(_Drawing(), "ch99-x", "", "a"), ValueError, 
 case(DSP.figure, lambda: DSP.figure(_Drawing(), "ch99-y", "c", None), ValueError, "alt must")
 
 case(DSP.figure, lambda: DSP.figure(42, "ch99-z", "c", "a"), TypeError, "Matplotlib figure")
+
+case(DSP.figure, lambda: DSP.figure(_Drawing(), "ch99-q"), ValueError, "no words for figure")
+
+case(FIGURE_TEXT.figure_words, lambda: FIGURE_TEXT.figure_words(5), ValueError, "look like")
+
+case(
+    FIGURE_TEXT.figure_words,
+    lambda: FIGURE_TEXT.figure_words("ch05-variance-figure", {"x": 1}),
+    ValueError,
+    "takes no values",
+)
+
+case(FIGURE_TEXT.chapter_words, lambda: FIGURE_TEXT.chapter_words("5"), ValueError, "an int")
 
 case(DSP.source, lambda: DSP.source(42), TypeError, "source needs")
 

@@ -26,6 +26,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from transformer_lab.viz.figure_text import figure_words
 from transformer_lab.viz.listing import check_lines, docstring_lines, fold_checks, plain_docstrings
 
 __all__ = ["figure", "source", "table", "figure_number"]
@@ -99,14 +100,27 @@ class Figure:
         return f"Figure {self.number}. {self.caption}"
 
 
-def figure(obj, name: str, caption: str, alt: str) -> Figure | None:
-    """Show ``obj`` (a Matplotlib figure, closed once drawn) as Figure N.M with ``caption``.
+def figure(
+    obj, name: str, caption: str | None = None, alt: str | None = None, **values
+) -> Figure | None:
+    """Show ``obj`` (a Matplotlib figure, closed once drawn) as Figure N.M with its caption.
 
-    ``name`` ("ch02-bottleneck") gives the chapter number and an anchor for links;
-    ``alt`` describes the picture in words for readers who cannot see it. In a notebook
-    the figure is displayed at once, wherever the call stands in the cell, and ``None`` is
-    returned; elsewhere the :class:`Figure` is returned.
+    ``name`` ("ch02-bottleneck") gives the chapter number and an anchor for links. The
+    book's figures take their caption and ``alt`` (the picture in words, for readers who
+    cannot see it) from ``viz/captions/chNN.md`` by name, with ``values`` filled into the
+    numbers they quote (see :mod:`transformer_lab.viz.figure_text`); a figure of your own
+    passes ``caption=`` and ``alt=``. In a notebook the figure is displayed at once,
+    wherever the call stands in the cell, and ``None`` is returned; elsewhere the
+    :class:`Figure` is returned.
     """
+    if caption is None and alt is None:
+        words = figure_words(name, values)
+        caption, alt = words["caption"], words["alt"]
+    elif values:
+        raise ValueError(
+            f"values {sorted(values)} fill the book's captions; a figure with its own "
+            "caption and alt takes none"
+        )
     shown = Figure(obj, name, caption, alt)
     try:
         from IPython import get_ipython

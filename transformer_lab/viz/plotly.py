@@ -7,6 +7,8 @@ import json
 import re
 import uuid
 
+from transformer_lab.viz.figure_text import figure_words
+
 __all__ = ["figure_html", "mimebundle", "show"]
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -87,13 +89,21 @@ def mimebundle(fig, *, alt: str | None = None) -> dict:
     }
 
 
-def show(fig, *, alt: str | None = None) -> None:
+def show(fig, name: str | None = None, *, alt: str | None = None, **values) -> None:
     """Display a Plotly figure so it renders in JupyterLab and on the offline static site.
 
-    ``alt`` is the figure's text alternative (``aria-label`` on the site); the layout's
-    title is used when it is None. See the module docstring for how each front end
-    renders the output.
+    ``alt`` is the figure's text alternative (``aria-label`` on the site); a view of the
+    book passes its ``name`` ("ch05-explorer") instead, and the alt comes from
+    ``viz/captions/chNN.md`` with ``values`` filled in (see
+    :mod:`transformer_lab.viz.figure_text`). Without either, the layout's title is used.
+    See the module docstring for how each front end renders the output.
     """
+    if name is not None:
+        if alt is not None:
+            raise ValueError(f"view {name!r} takes its alt from its name; pass one of the two")
+        alt = figure_words(name, values)["alt"]
+    elif values:
+        raise ValueError(f"values {sorted(values)} need the name of a view of the book")
     from IPython.display import display
 
     display(mimebundle(fig, alt=alt), raw=True)
