@@ -68,14 +68,14 @@ from transformer_lab.training import tiny_bert as TBT
 from transformer_lab.training import toy as T
 from transformer_lab.training import train_gpt as TG
 from transformer_lab.training import word_bert as WB
-from transformer_lab.viz import architecture as AR
 from transformer_lab.viz import bertviz as BV
 from transformer_lab.viz import display as DSP
 from transformer_lab.viz import figure_text as FIGURE_TEXT
-from transformer_lab.viz import overlay as VIZ_OVERLAY
-from transformer_lab.viz import timeline as TL
-from transformer_lab.viz import toy_attention as W
-from transformer_lab.viz import word_map as WM
+from transformer_lab.viz.chapters import architecture as AR
+from transformer_lab.viz.chapters import overlay as VIZ_OVERLAY
+from transformer_lab.viz.chapters import timeline as TL
+from transformer_lab.viz.chapters import toy_attention as W
+from transformer_lab.viz.chapters import word_map as WM
 
 DV = importlib.import_module("transformer_lab.device")  # the package exports device()
 

@@ -80,8 +80,8 @@ from transformer_lab.training import recall as RT
 from transformer_lab.training import run as RUN
 from transformer_lab.training import toy as TRAINING_TOY
 from transformer_lab.viz import bar_labels as BAR_LABELS
-from transformer_lab.viz import pictures as PICTURES
-from transformer_lab.viz import pictures_ring as PICTURES_RING
+from transformer_lab.viz.chapters import pictures as PICTURES
+from transformer_lab.viz.chapters import pictures_ring as PICTURES_RING
 
 PACKAGE = str(Path(transformer_lab.__file__).resolve().parent)
 TIME_LIMIT = 10.0  # seconds per call
@@ -281,7 +281,7 @@ VALID = {
         E.analogy, ("a", "b", "c", *_vectors()), {"k": 2}),
     "transformer_lab.analysis.word_vectors.analogy_rank": lambda: (
         E.analogy_rank, ("a", "b", "c", "d", *_vectors()), {"query": "a-b+c"}),
-    "transformer_lab.viz.word_map.word_map_plotly": lambda: (
+    "transformer_lab.viz.chapters.word_map.word_map_plotly": lambda: (
         WM.word_map_plotly, (torch.randn(2, 2), ["a", "b"], ["x", "y"]),
         {"arrows": {"m": [("a", "b")]}, "title": "t"}),
     "transformer_lab.pretrained.smollm2.unpermute_qk": lambda: (
@@ -312,15 +312,15 @@ VALID = {
          "alignment_heads": ((0, 1),), "max_length": 16}),
     "transformer_lab.viz.label_bars": lambda: (
         VIZ.label_bars, (_axes_with_bars(),), {"fmt": ".2f", "fontsize": 8.0, "zero_text": "0"}),
-    "transformer_lab.viz.pictures.qkv_shapes_figure": lambda: (
+    "transformer_lab.viz.chapters.pictures.qkv_shapes_figure": lambda: (
         PICTURES.qkv_shapes_figure, (4, 8, 4), {"d_v": 2}),
-    "transformer_lab.viz.pictures.head_split_figure": lambda: (
+    "transformer_lab.viz.chapters.pictures.head_split_figure": lambda: (
         PICTURES.head_split_figure, (8, 2), {"n_tokens": 2}),
-    "transformer_lab.viz.pictures.kv_cache_figure": lambda: (
+    "transformer_lab.viz.chapters.pictures.kv_cache_figure": lambda: (
         PICTURES.kv_cache_figure, (["a", "b"], 4), {}),
-    "transformer_lab.viz.pictures.lora_figure": lambda: (
+    "transformer_lab.viz.chapters.pictures.lora_figure": lambda: (
         PICTURES.lora_figure, (8, 6, 2), {"alpha": 4.0}),
-    "transformer_lab.viz.pictures_ring.ring_all_reduce_figure": lambda: (
+    "transformer_lab.viz.chapters.pictures_ring.ring_all_reduce_figure": lambda: (
         PICTURES_RING.ring_all_reduce_figure, (3,), {}),
     "transformer_lab.viz.bar_labels.value_labels": lambda: (
         BAR_LABELS.value_labels, ([0.0, 0.004, -0.5, 1.0],), {"fmt": ".2f"}),
@@ -643,23 +643,23 @@ SKIPPED = {
     "transformer_lab.training.toy.train_toy": _R8,
     "transformer_lab.training.train_gpt.main": _R8,
     "transformer_lab.training.train_gpt.parse_args": _R8,
-    "transformer_lab.viz.architecture.architecture_diagram": _R9,
-    "transformer_lab.viz.architecture.architecture_html": _R9,
-    "transformer_lab.viz.architecture.architecture_svg": _R9,
-    "transformer_lab.viz.architecture.boxes": _R9,
-    "transformer_lab.viz.architecture.where_we_are": _R9,
+    "transformer_lab.viz.chapters.architecture.architecture_diagram": _R9,
+    "transformer_lab.viz.chapters.architecture.architecture_html": _R9,
+    "transformer_lab.viz.chapters.architecture.architecture_svg": _R9,
+    "transformer_lab.viz.chapters.architecture.boxes": _R9,
+    "transformer_lab.viz.chapters.architecture.where_we_are": _R9,
     "transformer_lab.viz.attention_heatmap": _R9,
-    "transformer_lab.viz.bottleneck.bottleneck_figure": _R9,
-    "transformer_lab.viz.bottleneck.chain_time_figure": _R9,
-    "transformer_lab.viz.bottleneck.distance_figure": _R9,
-    "transformer_lab.viz.bottleneck.sensitivity_box": _R9,
-    "transformer_lab.viz.bottleneck.sensitivity_menu": _R9,
-    "transformer_lab.viz.lookup.one_hot_lookup_figure": _R9,
-    "transformer_lab.viz.similarity.similarity_controls": _R9,
-    "transformer_lab.viz.similarity.similarity_explorer": _R9,
-    "transformer_lab.viz.similarity.similarity_figure": _R9,
-    "transformer_lab.viz.word_map.word_map_controls": _R9,
-    "transformer_lab.viz.word_map.word_map_figure": _R9,
+    "transformer_lab.viz.chapters.bottleneck.bottleneck_figure": _R9,
+    "transformer_lab.viz.chapters.bottleneck.chain_time_figure": _R9,
+    "transformer_lab.viz.chapters.bottleneck.distance_figure": _R9,
+    "transformer_lab.viz.chapters.bottleneck.sensitivity_box": _R9,
+    "transformer_lab.viz.chapters.bottleneck.sensitivity_menu": _R9,
+    "transformer_lab.viz.chapters.lookup.one_hot_lookup_figure": _R9,
+    "transformer_lab.viz.chapters.similarity.similarity_controls": _R9,
+    "transformer_lab.viz.chapters.similarity.similarity_explorer": _R9,
+    "transformer_lab.viz.chapters.similarity.similarity_figure": _R9,
+    "transformer_lab.viz.chapters.word_map.word_map_controls": _R9,
+    "transformer_lab.viz.chapters.word_map.word_map_figure": _R9,
     "transformer_lab.viz.bertviz.AttentionBrowser": _R9,
     "transformer_lab.viz.bertviz.head_view": _R9,
     "transformer_lab.viz.bertviz.model_view": _R9,
@@ -676,7 +676,7 @@ SKIPPED = {
     "transformer_lab.viz.heatmap": _R9,
     "transformer_lab.viz.heatmap_explorer": _R9,
     "transformer_lab.viz.mimebundle": _R9,
-    "transformer_lab.viz.overlay.attention_overlay": _R9,
+    "transformer_lab.viz.chapters.overlay.attention_overlay": _R9,
     "transformer_lab.viz.plot_heads": _R9,
     "transformer_lab.viz.show": _R9,
     "transformer_lab.viz.slider_bars": _R9,
@@ -684,17 +684,17 @@ SKIPPED = {
     "transformer_lab.viz.source": _R9,
     "transformer_lab.viz.svg_heatmap": _R9,
     "transformer_lab.viz.table": _R9,
-    "transformer_lab.viz.timeline.TimelineEntry": _R9,
-    "transformer_lab.viz.timeline.timeline_figure": _R9,
-    "transformer_lab.viz.timeline.timeline_plotly": _R9,
+    "transformer_lab.viz.chapters.timeline.TimelineEntry": _R9,
+    "transformer_lab.viz.chapters.timeline.timeline_figure": _R9,
+    "transformer_lab.viz.chapters.timeline.timeline_plotly": _R9,
     "transformer_lab.viz.title_layout": _R9,
-    "transformer_lab.viz.toy_attention.AttentionExplorer": _R9,
-    "transformer_lab.viz.toy_attention.attention_explorer": _R9,
-    "transformer_lab.viz.toy_attention.explore": _R9,
-    "transformer_lab.viz.toy_attention.projections": _R9,
-    "transformer_lab.viz.toy_attention.static_attention_explorer": _R9,
-    "transformer_lab.viz.toy_attention.token_embedding": _R9,
-    "transformer_lab.viz.toy_attention.tokenize": _R9,
+    "transformer_lab.viz.chapters.toy_attention.AttentionExplorer": _R9,
+    "transformer_lab.viz.chapters.toy_attention.attention_explorer": _R9,
+    "transformer_lab.viz.chapters.toy_attention.explore": _R9,
+    "transformer_lab.viz.chapters.toy_attention.projections": _R9,
+    "transformer_lab.viz.chapters.toy_attention.static_attention_explorer": _R9,
+    "transformer_lab.viz.chapters.toy_attention.token_embedding": _R9,
+    "transformer_lab.viz.chapters.toy_attention.tokenize": _R9,
     "transformer_lab.viz.wrap_title": _R9,
 }
 

@@ -32,9 +32,9 @@ KEYED_BY_CHAPTER = {
     "book/index.md": "the contents a JupyterLab reader sees (test_index_contents_...)",
     "conftest.py": "BUDGETS, the chapters with a bigger time budget (test_every_key_...)",
     "tests/test_prose_numbers.py": "ALLOWED and CHECKED_BY, by chapter (test_every_key_...)",
-    "transformer_lab/viz/architecture.py": "the chapter that builds each box of the diagram, "
-    "and the view each chapter shows (test_every_key_...)",
-    "book/images/architecture.svg": "drawn from viz/architecture.py by "
+    "transformer_lab/viz/chapters/architecture.py": "the chapter that builds each box of the "
+    "diagram, and the view each chapter shows (test_every_key_...)",
+    "book/images/architecture.svg": "drawn from viz/chapters/architecture.py by "
     "scripts/site/make_architecture_svg.py",
     "scripts/experiments/README.md": "the chapters that quote each experiment "
     "(tests/test_docs_map.py: each path exists)",
@@ -105,7 +105,7 @@ def test_index_contents_follow_the_chapter_list():
 def test_every_key_by_chapter_names_a_chapter():
     from test_prose_numbers import ALLOWED, CHECKED_BY
 
-    from transformer_lab.viz import architecture
+    from transformer_lab.viz.chapters import architecture
 
     stems = set(chapter_list.chapters())
     tree = ast.parse((ROOT / "conftest.py").read_text())
@@ -118,10 +118,10 @@ def test_every_key_by_chapter_names_a_chapter():
         "conftest.py BUDGETS": set(budgets),
         "tests/test_prose_numbers.py ALLOWED": {stem for stem, _ in ALLOWED},
         "tests/test_prose_numbers.py CHECKED_BY": {stem for stem, _ in CHECKED_BY},
-        "viz/architecture.py PARTS": set(architecture.PARTS.values()),
-        "viz/architecture.py CHAPTER_TITLES": set(architecture.CHAPTER_TITLES),
-        "viz/architecture.py CHAPTER_VIEWS": set(architecture.CHAPTER_VIEWS),
-        "viz/architecture.py boxes": {
+        "viz/chapters/architecture.py PARTS": set(architecture.PARTS.values()),
+        "viz/chapters/architecture.py CHAPTER_TITLES": set(architecture.CHAPTER_TITLES),
+        "viz/chapters/architecture.py CHAPTER_VIEWS": set(architecture.CHAPTER_VIEWS),
+        "viz/chapters/architecture.py boxes": {
             box.chapter for variant in architecture.VARIANTS for box in architecture.boxes(variant)
         },
     }

@@ -15,7 +15,7 @@ PACKAGE = ROOT / "transformer_lab"
 ASSETS = PACKAGE / "assets"
 EXPERIMENTS = ROOT / "scripts" / "experiments"
 CODE = re.compile(r"`([^`]+)`")
-MODULE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+MODULE_NAME = re.compile(r"[a-z_][a-z0-9_]*(?:/[a-z_][a-z0-9_]*)*")  # a subfolder's: folder/name
 CHAPTER_MODULE = re.compile(r"ch\d\d_[a-z0-9_]+")
 LINKED = ("book/", "tests/", "transformer_lab/", "scripts/")
 

@@ -1,6 +1,7 @@
 """The package's folders are its stages, and imports only point down: a piece knows no model,
-a model knows no training loop or data set, nothing below ``viz`` knows a picture. Modules
-meet at named seams: none imports a private name of another, no imports go round in a
+a model knows no training loop or data set, nothing below ``viz`` knows a picture, and
+``viz``'s figure machinery knows none of the pictures drawn for a chapter (``viz.chapters``).
+Modules meet at named seams: none imports a private name of another, no imports go round in a
 circle, and an idea shared by several stages (the ignore label) has one home."""
 
 from __future__ import annotations
@@ -178,3 +179,50 @@ def test_the_ignore_label_has_one_home():
                 if isinstance(value, ast.Constant) and value.value == 100:
                     defined |= {(name, t.id) for t in node.targets if isinstance(t, ast.Name)}
     assert defined == {("transformer_lab.checks", "IGNORE_INDEX")}
+
+
+# --- viz: the figure machinery and the chapters' pictures ----------------------------------
+
+VIZ_CHAPTERS = "transformer_lab.viz.chapters"
+
+
+def viz_chapters_imports(imports: list[tuple[str, str]]) -> list[str]:
+    """Those of ``imports`` (``(module, name)`` pairs, as :func:`imports_from_package`
+    gives them) that reach into ``viz.chapters``."""
+    return [
+        f"{module}.{name}" if name else module
+        for module, name in imports
+        if module == VIZ_CHAPTERS
+        or module.startswith(VIZ_CHAPTERS + ".")
+        or (module == "transformer_lab.viz" and name == "chapters")
+    ]
+
+
+def test_viz_machinery_imports_no_chapter_picture():
+    """The pictures drawn for a chapter (``viz/chapters/``) may use ``viz``'s machinery
+    (heatmaps, explorations, figures, listings); no module of the machinery imports them,
+    lazy imports inside functions included."""
+    chapters = PACKAGE / "viz" / "chapters"
+    machinery = [p for p in sorted((PACKAGE / "viz").rglob("*.py")) if chapters not in p.parents]
+    assert PACKAGE / "viz" / "__init__.py" in machinery and len(machinery) > 1
+    found = {
+        str(p.relative_to(PACKAGE)): viz_chapters_imports(imports_from_package(p))
+        for p in machinery
+    }
+    assert not {k: v for k, v in found.items() if v}, found
+
+
+def test_the_viz_chapters_check_sees_every_form_of_import():
+    imports = [
+        ("transformer_lab.viz", "chapters"),
+        ("transformer_lab.viz.chapters.pictures", ""),
+        ("transformer_lab.viz.chapters.architecture", "boxes"),
+        ("transformer_lab.viz", "heatmaps"),
+        ("transformer_lab.viz.heatmaps", "svg_heatmap"),
+        ("transformer_lab.viz.chapters_elsewhere", "x"),
+    ]
+    assert viz_chapters_imports(imports) == [
+        "transformer_lab.viz.chapters",
+        "transformer_lab.viz.chapters.pictures",
+        "transformer_lab.viz.chapters.architecture.boxes",
+    ]

@@ -19,7 +19,7 @@ from urllib.parse import urljoin, urlparse
 import pytest
 from browser_support import HTML, ROOT, PageProblems, is_local, load_script, missing
 
-from transformer_lab.viz import architecture
+from transformer_lab.viz.chapters import architecture
 
 external_loads = load_script("site/build_book").external_loads
 sync_notebooks = load_script("site/sync_notebooks")

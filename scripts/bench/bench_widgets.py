@@ -3,7 +3,7 @@
 Two numbers, medians over repeated updates that cycle the controls (d_k, temperature,
 mask) the way a reader moving them would:
 
-* compute: ``transformer_lab.viz.toy_attention.explore`` alone (the budget is 50 ms);
+* compute: ``transformer_lab.viz.chapters.toy_attention.explore`` alone (the budget is 50 ms);
 * full update: what the app does when a control moves: compute, redraw the three SVG
   heatmaps into the HTML widget, and rewrite the caption.
 
@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from transformer_lab.viz import toy_attention
+from transformer_lab.viz.chapters import toy_attention
 
 SENTENCE = "The quick brown fox jumps over the lazy dog while the cat sleeps on the mat"
 BUDGET_MS = 50.0

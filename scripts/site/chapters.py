@@ -6,7 +6,7 @@ open) or is checked against it by ``tests/test_chapter_list.py``: the chapter fi
 ``book/``, the contents of ``book/index.md`` (what a reader opens in JupyterLab, where the
 site's table of contents is not shown), and the tables keyed by chapter (``BUDGETS`` in
 ``conftest.py``, ``ALLOWED`` of ``tests/test_prose_numbers.py``, the diagram's chapters in
-``transformer_lab/viz/architecture.py``), each of whose keys must name a chapter.
+``transformer_lab/viz/chapters/architecture.py``), each of whose keys must name a chapter.
 
 A chapter is ``book/NN_name.md``, a MyST notebook listed in ``_toc.yml``; its *stem*
 (``"04_self_attention"``) is its name everywhere, and its number is its place in the book.

@@ -1,7 +1,8 @@
 """Writes ``book/images/architecture.svg``, the Transformer drawn on the landing page.
 
-The drawing is the package's own (``transformer_lab.viz.architecture.architecture_svg``, the
-picture the chapters show near their top), made standalone: the style rules the chapters'
+The drawing is the package's own
+(``transformer_lab.viz.chapters.architecture.architecture_svg``, the picture the chapters
+show near their top), made standalone: the style rules the chapters'
 HTML figure puts around the SVG are copied inside it, and it gets a width and a height, so
 that it looks the same as an image in JupyterLab's Markdown preview and on the site. It
 has no links (a picture shown with ``![...](...)`` cannot be clicked box by box).
@@ -18,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from transformer_lab.viz.architecture import _CSS, architecture_svg  # noqa: E402
+from transformer_lab.viz.chapters.architecture import _CSS, architecture_svg  # noqa: E402
 
 OUT = ROOT / "book" / "images" / "architecture.svg"
 FONT = '.tl-arch-svg{font-family:system-ui,-apple-system,"Segoe UI",sans-serif}'

@@ -331,9 +331,9 @@ for thunk, error, fragment in [
 
 # chapters 1 and 2: the pictures moved out of the reader's cells
 from transformer_lab.data.tokenizers import Vocabulary  # noqa: E402
-from transformer_lab.viz import bottleneck as VIZ_BOTTLENECK  # noqa: E402
-from transformer_lab.viz import lookup as VIZ_LOOKUP  # noqa: E402
-from transformer_lab.viz import similarity as VIZ_SIMILARITY  # noqa: E402
+from transformer_lab.viz.chapters import bottleneck as VIZ_BOTTLENECK  # noqa: E402
+from transformer_lab.viz.chapters import lookup as VIZ_LOOKUP  # noqa: E402
+from transformer_lab.viz.chapters import similarity as VIZ_SIMILARITY  # noqa: E402
 
 _v2 = torch.tensor([1.0, 2.0])
 _vocab3 = Vocabulary(["a", "b", "c"])
@@ -396,8 +396,8 @@ for target, thunk, error, fragment in [
 from matplotlib.figure import Figure  # noqa: E402
 
 from transformer_lab.viz import bar_labels as VIZ_BAR_LABELS  # noqa: E402
-from transformer_lab.viz import pictures as VIZ_PICTURES  # noqa: E402
-from transformer_lab.viz import pictures_ring as VIZ_RING  # noqa: E402
+from transformer_lab.viz.chapters import pictures as VIZ_PICTURES  # noqa: E402
+from transformer_lab.viz.chapters import pictures_ring as VIZ_RING  # noqa: E402
 
 
 def _axes_with_bars():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from script_loader import load_script
 
-from transformer_lab.viz import architecture as ARCHITECTURE
+from transformer_lab.viz.chapters import architecture as ARCHITECTURE
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"

@@ -7,7 +7,7 @@ import matplotlib
 import pytest
 import torch
 
-from transformer_lab.viz.bottleneck import (
+from transformer_lab.viz.chapters.bottleneck import (
     bottleneck_figure,
     chain_time_figure,
     distance_figure,

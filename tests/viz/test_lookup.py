@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from transformer_lab.analysis.word_vectors import one_hot
-from transformer_lab.viz.lookup import one_hot_lookup_figure
+from transformer_lab.viz.chapters.lookup import one_hot_lookup_figure
 
 matplotlib.use("Agg")
 

@@ -1,6 +1,6 @@
-"""The pictures of shapes and steps (transformer_lab.viz.pictures and
-transformer_lab.viz.pictures_ring): each draws, writes the sizes it was given (none is fixed
-in the picture), and shows what its chapter says."""
+"""The pictures of shapes and steps (transformer_lab.viz.chapters.pictures and
+transformer_lab.viz.chapters.pictures_ring): each draws, writes the sizes it was given (none
+is fixed in the picture), and shows what its chapter says."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ matplotlib.use("Agg")
 
 import pytest  # noqa: E402
 
-from transformer_lab.viz import pictures as P  # noqa: E402
-from transformer_lab.viz import pictures_ring as R  # noqa: E402
+from transformer_lab.viz.chapters import pictures as P  # noqa: E402
+from transformer_lab.viz.chapters import pictures_ring as R  # noqa: E402
 
 
 def _texts(fig) -> list[str]:

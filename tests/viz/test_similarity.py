@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from transformer_lab.data.tokenizers import Vocabulary
-from transformer_lab.viz.similarity import (
+from transformer_lab.viz.chapters.similarity import (
     ANGLES,
     B_LENGTHS,
     similarity_controls,

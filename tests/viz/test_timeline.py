@@ -9,7 +9,7 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from transformer_lab.viz.timeline import (
+from transformer_lab.viz.chapters.timeline import (
     FAMILIES,
     LABEL_HEIGHTS,
     TIMELINE,

@@ -1,5 +1,6 @@
-"""Tests of transformer_lab.viz.toy_attention: explore() against the package's attention, the
-ipywidgets app responding to its controls, and the kernel-free Plotly version."""
+"""Tests of transformer_lab.viz.chapters.toy_attention: explore() against the package's
+attention, the ipywidgets app responding to its controls, and the kernel-free Plotly
+version."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from transformer_lab import viz
 from transformer_lab.nn.attention import scaled_dot_product_attention
 from transformer_lab.nn.masks import causal_mask
 from transformer_lab.viz import plotly as VIZ_PLOTLY
-from transformer_lab.viz import toy_attention
+from transformer_lab.viz.chapters import toy_attention
 
 ANIMAL = "The animal didn't cross the street because it was too tired"
 # float32 throughout: explore() and the references below run the same float32 kernels

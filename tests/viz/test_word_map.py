@@ -16,7 +16,11 @@ from transformer_lab.analysis.word_vectors import (
     pca_2d,
 )
 from transformer_lab.data.tokenizers import Vocabulary
-from transformer_lab.viz.word_map import word_map_controls, word_map_figure, word_map_plotly
+from transformer_lab.viz.chapters.word_map import (
+    word_map_controls,
+    word_map_figure,
+    word_map_plotly,
+)
 
 
 def data(seed=0, n=40, d=12):

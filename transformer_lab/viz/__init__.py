@@ -5,13 +5,15 @@ Where each kind lives: ``plotly`` (:func:`show`, the MIME bundle), ``heatmaps`` 
 and SVG heatmaps), ``heatmap_explorer`` (its panels, frame and axes in ``heatmap_panels``)
 and ``bars`` (explorations behind dropdowns) with ``grouped_bars`` (grouped bars behind a
 slider) and ``bar_labels`` (the value written on every bar, in Plotly and Matplotlib),
-``layout`` (titles, menus, sliders), ``display`` (numbered figures, listings, tables), and
-the book's own pictures: ``architecture``, ``timeline``, ``lookup``, ``similarity`` and
-``word_map`` (chapter 1), ``bottleneck`` (chapter 2), ``overlay``, ``bertviz`` (attention
-browsers), ``toy_attention`` (the attention explorer of chapters 4-6), ``pictures``
-(matrices drawn from a chapter's own sizes: Q, K and V, the heads, the key/value cache,
-LoRA) and ``pictures_ring`` (the steps of the ring all-reduce). The names below are the
-ones chapters call as ``viz.name``.
+``layout`` (titles, menus, sliders), ``display`` (numbered figures, listings, tables) with
+``listing`` (a listing's argument checks folded), ``live`` (a model the reader runs) and
+``bertviz`` (attention browsers: head and model views). The names below are the ones
+chapters call as ``viz.name``.
+
+The pictures drawn for particular chapters (the Transformer's diagram, the timeline, the
+word map, the attention explorer of chapters 4-6, matrices drawn as boxes ...) live in
+:mod:`transformer_lab.viz.chapters`, whose docstring says which chapter uses which module.
+They use this machinery; no module of it imports them (``tests/test_package_layout.py``).
 
 Displaying a Plotly figure: :func:`show`
 ----------------------------------------

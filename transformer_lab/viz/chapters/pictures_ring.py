@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from transformer_lab.checks import integer
-from transformer_lab.viz.pictures import NEW
+from transformer_lab.viz.chapters.pictures import NEW
 
 __all__ = ["ring_all_reduce_figure"]
 

@@ -1,4 +1,4 @@
-"""A picture lit where a caption word's attention falls (chapter 11)."""
+"""A picture lit where a caption word's attention falls (chapter 3)."""
 
 from __future__ import annotations
 
