@@ -66,6 +66,7 @@ from transformer_lab.analysis import speech_metrics as SPM
 from transformer_lab.analysis import text_loss as TLOSS
 from transformer_lab.data import recall as RD
 from transformer_lab.data import speech as SPEECH
+from transformer_lab.data import toy_sentences as TOY_SENTENCES
 from transformer_lab.models import gpt as GPT_MOD
 from transformer_lab.models import ngram as NG
 from transformer_lab.models import recall as RM
@@ -290,6 +291,10 @@ VALID = {
         GL.llama_config_from_gguf, (gguf_contents().metadata,), {}),
     "transformer_lab.pretrained.smollm2.llama_from_gguf": lambda: (
         GL.llama_from_gguf, (gguf_contents(),), {}),
+    "transformer_lab.data.toy_sentences.tokenize": lambda: (
+        TOY_SENTENCES.tokenize, ("I love dogs.",), {}),
+    "transformer_lab.data.toy_sentences.token_embedding": lambda: (
+        TOY_SENTENCES.token_embedding, ("dogs",), {}),
     "transformer_lab.data.speech.speak": lambda: (
         SPEECH.speak, ("hi",), {"words_per_minute": 150, "voice": "en-us", "pause_ms": 0}),
     "transformer_lab.analysis.speech_metrics.words_in": lambda: (SPM.words_in, ("A b!",), {}),
@@ -693,8 +698,6 @@ SKIPPED = {
     "transformer_lab.viz.chapters.toy_attention.explore": _R9,
     "transformer_lab.viz.chapters.toy_attention.projections": _R9,
     "transformer_lab.viz.chapters.toy_attention.static_attention_explorer": _R9,
-    "transformer_lab.viz.chapters.toy_attention.token_embedding": _R9,
-    "transformer_lab.viz.chapters.toy_attention.tokenize": _R9,
     "transformer_lab.viz.wrap_title": _R9,
 }
 

@@ -87,20 +87,6 @@ case(
     "states is empty",
 )
 
-case(
-    W.tokenize,
-    lambda: W.tokenize(""),
-    ValueError,
-    "the sentence has no tokens; type at least one word",
-)
-
-case(
-    W.token_embedding,
-    lambda: W.token_embedding(None),
-    TypeError,
-    "token must be a str, got NoneType",
-)
-
 case(W.projections, lambda: W.projections(0), ValueError, "d_k must be a positive int, got 0")
 
 case(

@@ -1,6 +1,6 @@
 """Tests of transformer_lab.viz.chapters.toy_attention: explore() against the package's
 attention, the ipywidgets app responding to its controls, and the kernel-free Plotly
-version."""
+version. Its sentences' tokens and embeddings are tested in tests/data/test_toy_sentences.py."""
 
 from __future__ import annotations
 
@@ -22,15 +22,6 @@ from transformer_lab.viz.chapters import toy_attention
 ANIMAL = "The animal didn't cross the street because it was too tired"
 # float32 throughout: explore() and the references below run the same float32 kernels
 TOL = {"atol": 1e-6, "rtol": 1e-5}
-
-
-def test_tokenize_keeps_contractions_and_splits_punctuation():
-    assert toy_attention.tokenize(ANIMAL)[:3] == ["The", "animal", "didn't"]
-    assert toy_attention.tokenize("I love dogs.") == ["I", "love", "dogs", "."]
-    with pytest.raises(ValueError, match="no tokens"):
-        toy_attention.tokenize("   ")
-    with pytest.raises(TypeError):
-        toy_attention.tokenize(3)
 
 
 def test_explore_shapes_and_determinism():

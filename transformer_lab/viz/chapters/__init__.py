@@ -15,7 +15,8 @@ module             chapters    what it draws
 ``word_map``       1           word vectors on a map (PCA), with analogies
 ``bottleneck``     2           the RNN bottleneck: loss, exact match, distance, sensitivity
 ``overlay``        3           a picture lit where a caption word's attention falls
-``toy_attention``  4, 5, 6     the attention explorer over a toy sentence
+``toy_attention``  4, 5, 6     the attention explorer over a toy sentence (its tokens and
+                               embeddings are ``transformer_lab.data.toy_sentences``)
 ``pictures``       4, 8,       matrices drawn as boxes with their shapes: Q, K and V (4), the
                    13, 16      split into heads (8), the key/value cache (13), LoRA (16)
 ``pictures_ring``  18          the steps of the ring all-reduce

@@ -8,7 +8,8 @@ Three layers, so each can be tested and timed on its own:
   matrices seeded by ``d_k``, and the package's
   :func:`~transformer_lab.nn.attention.scaled_dot_product_attention` does the attention
   with ``scale = 1 / (sqrt(d_k) * temperature)``. Nothing is trained: the patterns show
-  the mechanics (scaling, temperature, masks), not meaning.
+  the mechanics (scaling, temperature, masks), not meaning. The sentences, their tokens
+  and embeddings come from :mod:`transformer_lab.data.toy_sentences`.
 * :func:`attention_explorer` returns an :class:`AttentionExplorer`, an ipywidgets app
   (needs a kernel) that calls :func:`explore` and redraws three heatmaps (scores,
   weights, outputs) as SVG inside an HTML widget every time a control moves (a few
@@ -52,9 +53,7 @@ that displays it ``remove-output`` and show :func:`static_attention_explorer` in
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
 import time
 from collections.abc import Sequence
 from functools import lru_cache
@@ -62,16 +61,21 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from transformer_lab.checks import finite_number, integer, one_of, string
+from transformer_lab.checks import finite_number, integer, one_of
+
+# chapters 4 to 6 also read the toy sentences' tokens and embeddings from this module
+from transformer_lab.data.toy_sentences import (
+    D_MODEL,
+    EXAMPLE_SENTENCES,
+    PAD,
+    token_embedding,
+    tokenize,
+)
 from transformer_lab.nn.attention import scaled_dot_product_attention
 from transformer_lab.nn.masks import causal_mask, combine_masks, padding_mask
 
 __all__ = [
-    "EXAMPLE_SENTENCES",
     "MASK_KINDS",
-    "D_MODEL",
-    "tokenize",
-    "token_embedding",
     "projections",
     "explore",
     "AttentionExplorer",
@@ -79,39 +83,9 @@ __all__ = [
     "static_attention_explorer",
 ]
 
-EXAMPLE_SENTENCES = (
-    "The animal didn't cross the street because it was too tired",
-    "I love dogs",
-    "thanks for all the",
-    "The quick brown fox jumps over the lazy dog while the cat sleeps on the mat",
-    "the cat sat on the mat",
-)
 MASK_KINDS = ("none", "causal", "padding", "causal+padding")
 D_K_CHOICES = (2, 4, 8, 16, 32, 64, 128, 256)
-D_MODEL = 64  # size of the token embeddings x_i
-PAD = "<pad>"
-MAX_TOKENS = 40
 MIN_TEMPERATURE = 1e-6  # below it scores / temperature can overflow float32: NaN weights
-
-
-def tokenize(sentence: str) -> list[str]:
-    """Split into words (apostrophes kept: ``didn't``) and punctuation marks."""
-    string(sentence, "sentence")
-    tokens = re.findall(r"[\w']+|[^\w\s]", sentence)
-    if not tokens:
-        raise ValueError("the sentence has no tokens; type at least one word")
-    if len(tokens) > MAX_TOKENS:
-        raise ValueError(f"the sentence has {len(tokens)} tokens; at most {MAX_TOKENS} fit")
-    return tokens
-
-
-@lru_cache(maxsize=4096)
-def token_embedding(token: str) -> torch.Tensor:
-    """A fixed random embedding ``[D_MODEL]`` for a token, seeded by its lower-cased text."""
-    string(token, "token")
-    digest = hashlib.blake2b(token.lower().encode("utf-8"), digest_size=8).digest()
-    generator = torch.Generator().manual_seed(int.from_bytes(digest, "little") % 2**63)
-    return torch.randn(D_MODEL, generator=generator)
 
 
 @lru_cache(maxsize=64)
