@@ -15,7 +15,8 @@ Where each stage lives, in the order data flows (imports only point down this li
 ``generation`` sampling (temperature, top-k, top-p) and search (greedy, beam)
 ``pretrained`` MiniLM, SmolLM2 from its GGUF file, the tiny BERT the book ships
 ``viz``        pictures: heatmaps, explorations that move without a kernel, numbered
-               figures and listings
+               figures (their captions in ``viz/captions``) and listings; the pictures
+               drawn for particular chapters in ``viz.chapters``
 ``analysis``   what chapters measure: word vectors, attention-head patterns, sequential depth
 ``export``     the site's live models as ONNX graphs, with every head's attention
 ``assets``     files the package ships (the tiny BERT, the fine-tuning sweep)
