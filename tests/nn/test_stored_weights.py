@@ -13,6 +13,8 @@ from transformer_lab.models.llama import Llama, LlamaConfig
 from transformer_lab.nn.stored_weights import (
     STORAGES,
     StoredWeight,
+    huge_page_buffer,
+    pack_rows,
     storage_supported,
     store_matrices,
 )
@@ -143,3 +145,32 @@ def test_the_kernels_build_into_the_cache_folder(tmp_path, monkeypatch):
     finally:
         monkeypatch.delenv("TRANSFORMER_LAB_CACHE")
         row_kernels._load.cache_clear()
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_pack_rows_moves_rows_into_one_huge_page_buffer(storage):
+    torch.manual_seed(0)
+    weights = [
+        StoredWeight(torch.randn(n_in, n_out), storage) for n_in, n_out in [(5, 3), (64, 17)]
+    ]
+    before = [(w.rows.clone(), w.rows.data_ptr()) for w in weights]
+    x = torch.randn(2, 64)
+    y = x @ weights[1]
+    buffer = pack_rows(weights)
+    assert buffer.dtype == torch.uint8 and buffer.data_ptr() % (2 << 20) == 0
+    for w, (rows, old) in zip(weights, before, strict=True):
+        assert torch.equal(w.rows, rows) and w.rows.is_contiguous() and w.rows.data_ptr() != old
+        assert w.rows.untyped_storage().data_ptr() == buffer.untyped_storage().data_ptr()
+        assert (w.rows.data_ptr() - buffer.data_ptr()) % 64 == 0  # each on a cache line
+    assert torch.equal(x @ weights[1], y)  # the same numbers from the new place
+    assert huge_page_buffer(10).shape == (10,) and not huge_page_buffer(10).any()
+
+
+def test_store_weights_packs_every_matrix_in_reading_order():
+    model = small_llama().store_weights("int8")
+    a, m = model.blocks[0].attn, model.blocks[1].mlp
+    base = model.stored_unembed.rows.untyped_storage().data_ptr()
+    for w in (a.W_Q, a.W_O, m.W_down):
+        assert w.rows.untyped_storage().data_ptr() == base
+    assert a.W_Q.rows.data_ptr() < a.W_K.rows.data_ptr() < m.W_gate.rows.data_ptr()
+    assert m.W_down.rows.data_ptr() < model.stored_unembed.rows.data_ptr()

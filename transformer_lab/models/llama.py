@@ -18,12 +18,21 @@ key/value heads only) it runs on new tokens only (cached generation equals uncac
 :func:`transformer_lab.generation.sampling.generate` drives it like the GPT. Hooks as elsewhere:
 ``blocks.13.attn.pattern`` holds layer 13's weights ``[batch, n_heads, query_pos,
 key_pos]`` while a :func:`~transformer_lab.hooks.capture` is active.
+
+After :meth:`Llama.store_weights`, a decoding step (one new token at batch 1, with a cache
+that holds the earlier ones) runs as one C call, :class:`~transformer_lab.nn.decode_step.
+FusedDecoder`, where nothing needs the modules to run one by one: no gradient is wanted, no
+hook captures or changes a value, no forward hook is registered, and the kernels run here.
+Every other call, and a model kept in plain float32, takes the PyTorch path.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter, itemgetter
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -31,12 +40,14 @@ from torch import nn
 from transformer_lab.checks import check_token_batch, finite_number, instance_of, integer, one_of
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.attention import grouped_query_attention
+from transformer_lab.nn.decode_step import DecoderLayerWeights, FusedDecoder
 from transformer_lab.nn.feed_forward import SwiGLU
 from transformer_lab.nn.kv_cache import KVCache
 from transformer_lab.nn.masks import causal_mask
 from transformer_lab.nn.norms import RMSNorm
 from transformer_lab.nn.positions import apply_rotary, rotary_cos_sin
-from transformer_lab.nn.stored_weights import STORAGES, StoredWeight, store_matrices
+from transformer_lab.nn.row_kernels import kernels_available
+from transformer_lab.nn.stored_weights import STORAGES, StoredWeight, pack_rows, store_matrices
 
 __all__ = ["LlamaConfig", "LlamaAttention", "LlamaBlock", "Llama"]
 
@@ -127,6 +138,71 @@ class LlamaBlock(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
+PARTS = (LlamaAttention, SwiGLU, RMSNorm, RMSNorm)  # a block's parts where the step may run
+MATRICES = ("W_Q", "W_K", "W_V", "W_O", "W_gate", "W_up", "W_down")
+FORWARD_HOOKS, PRE_HOOKS = attrgetter("_forward_hooks"), attrgetter("_forward_pre_hooks")
+ACTIVE, EDIT = attrgetter("active"), attrgetter("edit")  # a Hook's capture and intervention
+CHILDREN, PARAMETERS = attrgetter("_modules"), attrgetter("_parameters")
+ROWS, EPS = attrgetter("rows"), attrgetter("eps")
+ATTENTION_MATRICES, SWIGLU_MATRICES = itemgetter(*MATRICES[:4]), itemgetter(*MATRICES[4:])
+
+
+class _FusedPlan(NamedTuple):
+    """The fused step of a :class:`Llama` (None where its parts do not allow one), the
+    modules and hooks to look at before each use, and what it was built on (``key``)."""
+
+    step: FusedDecoder | None
+    modules: list[nn.Module]
+    hooks: list[Hook]
+    norms: list[RMSNorm]
+    attention: list[dict]  # the attributes of the attention modules: their stored matrices
+    swiglu: list[dict]  # and of the SwiGLU modules
+    key: list
+
+
+def _fused_key(model: Llama, plan: _FusedPlan) -> list | None:
+    """What the model's fused step depends on: the identity of every module's children and
+    parameters, of the stored matrices and their rows, and the norms' epsilons (None where a
+    matrix is missing). All in ``map``: a few microseconds for SmolLM2's 30 layers."""
+    head = model.stored_unembed
+    try:
+        attention = chain.from_iterable(map(ATTENTION_MATRICES, plan.attention))
+        stored = [head, *attention, *chain.from_iterable(map(SWIGLU_MATRICES, plan.swiglu))]
+        rows = list(map(ROWS, stored))
+    except (KeyError, AttributeError):
+        return None
+    children = chain.from_iterable(map(dict.values, map(CHILDREN, plan.modules)))
+    parameters = chain.from_iterable(map(dict.values, map(PARAMETERS, plan.modules)))
+    objects = chain([model.config], children, parameters, stored, rows)
+    return [*map(id, objects), *map(EPS, plan.norms)]
+
+
+def _fused_plan(model: Llama) -> _FusedPlan:
+    """A new :class:`_FusedPlan` for ``model`` as it is now."""
+    modules = list(model.modules())
+    kinds = {kind: [m for m in modules if type(m) is kind] for kind in (Hook, RMSNorm)}
+    attention = [vars(m) for m in modules if type(m) is LlamaAttention]
+    swiglu = [vars(m) for m in modules if type(m) is SwiGLU]
+    plan = _FusedPlan(None, modules, kinds[Hook], kinds[RMSNorm], attention, swiglu, [])
+    key = _fused_key(model, plan)
+    c, eps = model.config, model.ln_final.eps
+    blocks_ok = all(
+        type(b) is LlamaBlock
+        and (type(b.attn), type(b.mlp), type(b.norm1), type(b.norm2)) == PARTS
+        and b.norm1.eps == b.norm2.eps == eps
+        for b in model.blocks
+    )
+    if key is None or not blocks_ok or type(model.ln_final) is not RMSNorm:
+        return plan._replace(key=key)
+    if model.W_E.dtype != torch.float32 or len(attention) != len(model.blocks):
+        return plan._replace(key=key)
+    step = FusedDecoder(
+        model._layer_weights(), model.ln_final.gain, model.stored_unembed,
+        n_heads=c.n_heads, n_kv_heads=c.n_kv_heads, eps=eps, rope_base=c.rope_base,
+    )  # fmt: skip
+    return plan._replace(step=step, key=key)
+
+
 class Llama(nn.Module):
     """The decoder: ``model(ids)`` maps token ids ``[batch, pos]`` to next-token logits
     ``[batch, pos, d_vocab]``; position ``t`` sees tokens ``0..t`` only."""
@@ -140,7 +216,14 @@ class Llama(nn.Module):
         self.W_U = None if c.tie_weights else nn.Parameter(torch.empty(c.d_model, c.d_vocab))
         self.storage = "float32"  # how the matrices are kept: see store_weights
         self.stored_unembed: StoredWeight | None = None
+        self.fused_decoding = True  # False: stored weights decode through the modules too
+        self._fused: _FusedPlan | None = None
         self.reset_parameters()
+
+    def __getstate__(self) -> dict:
+        """A copy (``copy.deepcopy``, pickling) builds its own fused step when it first
+        decodes: the step holds C pointers to this model's weights."""
+        return {**self.__dict__, "_fused": None}
 
     def reset_parameters(self) -> None:
         """Every matrix ``N(0, init_std^2)``; the two that write into the residual stream
@@ -174,7 +257,10 @@ class Llama(nn.Module):
         "bfloat16" or "int8", :mod:`transformer_lab.nn.stored_weights`) for faster decoding
         on the CPU: the package's row kernels read each matrix in address order, and a token
         reads the same bytes, a half or a quarter of them. The token embedding stays float32
-        (a token reads one row of it). Inference only, once; returns the model."""
+        (a token reads one row of it). The stored rows lie in one huge-page buffer in the
+        order a token reads them (:func:`~transformer_lab.nn.stored_weights.pack_rows`), and a
+        decoding step runs fused (see the module's notes). Inference only, once; returns the
+        model."""
         if self.storage != "float32":
             raise ValueError(f"the weights are already stored as {self.storage}")
         if self.W_E.device.type != "cpu":
@@ -190,7 +276,42 @@ class Llama(nn.Module):
             del self._parameters["W_U"]
             self.W_U = None
         self.stored_unembed, self.storage = unembed, storage
+        pack_rows([getattr(b, n) for b in self._layer_weights() for n in MATRICES] + [unembed])
         return self.eval()
+
+    def _layer_weights(self) -> list[DecoderLayerWeights]:
+        """Every block's gains and matrices, as the fused step reads them."""
+        layers = []
+        for b in self.blocks:
+            a, m = b.attn, b.mlp
+            layers.append(
+                DecoderLayerWeights(b.norm1.gain, a.W_Q, a.W_K, a.W_V, a.W_O, b.norm2.gain,
+                                    m.W_gate, m.W_up, m.W_down)
+            )  # fmt: skip
+        return layers
+
+    def _fused_step(self) -> FusedDecoder | None:
+        """The fused decoding step for the stored weights, or None where the modules must
+        run: the fused step is turned off or the kernels are, a gradient is wanted, a hook is
+        active or registered, or a part is not the one this class builds. Every call checks
+        (at C speed, with ``map``) that the modules, parameters, stored matrices and their
+        rows are those the step was built on, and builds it again if any was replaced."""
+        if not getattr(self, "fused_decoding", False) or not kernels_available():
+            return None
+        if torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters()):
+            return None
+        torch_hooks = nn.modules.module
+        if torch_hooks._global_forward_hooks or torch_hooks._global_forward_pre_hooks:
+            return None
+        plan = getattr(self, "_fused", None)
+        if plan is None or plan.key != _fused_key(self, plan):
+            plan = self._fused = _fused_plan(self)
+        modules, hooks = plan.modules, plan.hooks
+        if any(map(FORWARD_HOOKS, modules)) or any(map(PRE_HOOKS, modules)):
+            return None
+        if any(map(ACTIVE, hooks)) or any(e is not None for e in map(EDIT, hooks)):
+            return None
+        return plan.step
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -221,6 +342,17 @@ class Llama(nn.Module):
         """
         offset = KVCache.offset_of(kv_cache, len(self.blocks))  # positions already cached
         self._check_idx(idx, offset)
+        if (
+            offset
+            and self.storage != "float32"
+            and idx.shape == (1, 1)
+            and attention_mask is None
+            and kv_cache.padding is None
+            and idx.device.type == "cpu"
+        ):
+            step = self._fused_step()  # one new token at batch 1: one C call
+            if step is not None:
+                return step(self.W_E[int(idx[0, 0])], kv_cache)
         batch, pos = idx.shape
         padding = None if kv_cache is None else kv_cache.padding
         if attention_mask is not None:

@@ -17,6 +17,14 @@ Inside the model each attention layer receives the cache and its own layer numbe
 ``attn(h, ..., cache=cache, layer=i)``, and calls :meth:`KVCache.update`; hooks, masks and
 dropout are those of the uncached call. The cache knows no model (karpathy/nanochat keeps
 it beside the model in the same way).
+
+:meth:`KVCache.update` makes a new tensor at every call (the old positions and the new
+ones, concatenated). A decoding step written outside PyTorch (the Llama's fused step for
+stored weights, :mod:`transformer_lab.nn.decode_step`) instead writes each new position
+into room kept behind the cached ones: :meth:`KVCache.reserve` moves every layer's keys and
+values into one buffer with room for more positions, and :meth:`KVCache.advance` counts
+the positions written there. ``layers`` then holds views of that buffer, so the cache looks
+the same from outside and both kinds of call can follow each other.
 """
 
 from __future__ import annotations
@@ -41,6 +49,8 @@ class KVCache:
             n_layers, "n_layers", minimum=1
         )
         self.padding: torch.Tensor | None = None
+        self._buffer: torch.Tensor | None = None  # see reserve()
+        self._views: list[tuple[torch.Tensor, torch.Tensor]] | None = None
 
     @property
     def length(self) -> int:
@@ -77,8 +87,72 @@ class KVCache:
         self.layers[layer] = (k, v)
         return k, v
 
+    def reserve(self, n_new: int) -> torch.Tensor:
+        """One buffer ``[n_layers, 2, batch, n_heads, capacity, d_head]`` holding every
+        layer's cached keys (``[i, 0]``) and values (``[i, 1]``) at positions ``0 ..
+        length - 1``, with room for at least ``n_new`` more after them; ``layers`` become
+        views of it. The buffer is kept and reused while ``layers`` still holds those views
+        (nothing has replaced them) and has room; otherwise the positions are copied once
+        into a new buffer with room for ``n_new`` plus as many again as are cached (at least
+        256). Every layer must already hold keys and values of one shape and dtype."""
+        n_new = integer(n_new, "n_new", minimum=1)
+        length = self.length
+        buffer = self._buffer
+        if buffer is not None and self._ours() and length + n_new <= buffer.shape[4]:
+            return buffer
+        first = self.layers[0]
+        if first is None or any(kv is None for kv in self.layers):
+            raise ValueError("the cache is empty: run the model on the first tokens, then reserve")
+        shape, dtype, device = first[0].shape, first[0].dtype, first[0].device
+        for kv in self.layers:
+            for t in kv:
+                if t.shape != shape or t.dtype != dtype or t.device != device:
+                    raise ValueError(
+                        f"every layer's keys and values must share one shape and dtype to share "
+                        f"a buffer, got {tuple(t.shape)} {t.dtype} and {tuple(shape)} {dtype}"
+                    )
+        capacity = length + n_new + max(length, 256)
+        buffer = torch.empty(
+            len(self.layers), 2, shape[0], shape[1], capacity, shape[3], dtype=dtype, device=device
+        )
+        for i, kv in enumerate(self.layers):
+            for j, t in enumerate(kv):
+                buffer[i, j, :, :, :length] = t
+        self._buffer = buffer
+        self._show(length)
+        return buffer
+
+    def advance(self, n_new: int) -> None:
+        """Count ``n_new`` positions written into :meth:`reserve`'s buffer after the cached
+        ones: ``layers`` become views that include them."""
+        n_new = integer(n_new, "n_new", minimum=1)
+        if self._buffer is None or not self._ours():
+            raise ValueError(
+                "advance counts positions written into reserve()'s buffer: reserve first"
+            )
+        if self.length + n_new > self._buffer.shape[4]:
+            raise ValueError(
+                f"the buffer has room for {self._buffer.shape[4] - self.length} more positions, "
+                f"not {n_new}: reserve({n_new}) first"
+            )
+        self._show(self.length + n_new)
+
+    def _ours(self) -> bool:
+        """Whether ``layers`` still holds the views of the buffer that :meth:`_show` set."""
+        views = self._views
+        if views is None or len(views) != len(self.layers):
+            return False
+        return all(a is b for a, b in zip(self.layers, views, strict=True))
+
+    def _show(self, length: int) -> None:
+        """Make ``layers`` views of the first ``length`` positions of the buffer."""
+        b = self._buffer
+        views = [(b[i, 0, :, :, :length], b[i, 1, :, :, :length]) for i in range(b.shape[0])]
+        self.layers, self._views = list(views), views
+
     def num_bytes(self) -> int:
-        """Memory held by the cached keys and values."""
+        """Memory held by the cached keys and values (not counting the room that
+        :meth:`reserve` keeps behind them)."""
         return sum(t.numel() * t.element_size() for kv in self.layers if kv for t in kv)
 
     def __repr__(self) -> str:

@@ -7,14 +7,17 @@ lie in memory and take each row's dot product with the few activation vectors at
 widening bfloat16 or int8 weights to float32 in registers: activations, products and sums
 stay float32.
 
-The C file is compiled once, at first use, by the machine's C compiler into a cache folder
+The C files are compiled once, at first use, by the machine's C compiler into a cache folder
 (``$XDG_CACHE_HOME/transformer_lab`` or ``~/.cache/transformer_lab``; ``TRANSFORMER_LAB_CACHE``
 overrides it). It needs an x86-64 CPU with AVX-512 (F, BW and VL) and a compiler; where
 either is missing, :func:`kernels_available` is False and the callers keep PyTorch's
-products. ``TRANSFORMER_LAB_KERNELS=0`` turns the kernels off.
+products. ``TRANSFORMER_LAB_KERNELS=0`` turns the kernels off. One library holds them and
+``decode_kernels.c``'s decoding step (which includes ``row_kernels.c``, so the step and the
+products share their code), used by :mod:`transformer_lab.nn.decode_step`.
 
 - ``kernels_available()``: whether the kernels run here (and why not, in ``kernels_status()``);
-- ``rows_product(x, rows, scale=None)``: ``x [m, in] @ rows.T * scale``.
+- ``rows_product(x, rows, scale=None)``: ``x [m, in] @ rows.T * scale``;
+- ``library()``: the compiled library itself (ctypes), for the decoding step.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ import torch
 
 __all__ = ["kernels_available", "kernels_status"]
 
-SOURCE = Path(__file__).with_name("row_kernels.c")
+SOURCES = (Path(__file__).with_name("row_kernels.c"), Path(__file__).with_name("decode_kernels.c"))
+SOURCE = SOURCES[1]  # what is compiled: the decoding step, which includes the products
 FLAGS = ["-O3", "-mavx512f", "-mavx512bw", "-mavx512vl", "-funroll-loops", "-shared", "-fPIC"]
 CPU_FLAGS = ("avx512f", "avx512bw", "avx512vl")
 KERNEL_DTYPES = {
@@ -74,20 +78,20 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
     compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
     if compiler is None:
         return None, "no C compiler (cc or gcc) was found to build the kernels"
-    source = SOURCE.read_bytes()
+    source = b"".join(path.read_bytes() for path in SOURCES)
     key = hashlib.sha256(source + " ".join(FLAGS).encode()).hexdigest()[:16]
-    library = _cache_dir() / f"row_kernels-{key}.so"
+    shared = _cache_dir() / f"row_kernels-{key}.so"
     try:
-        if not library.exists():
-            library.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryDirectory(dir=library.parent) as scratch:
-                built = Path(scratch) / library.name
+        if not shared.exists():
+            shared.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=shared.parent) as scratch:
+                built = Path(scratch) / shared.name
                 subprocess.run(
-                    [compiler, *FLAGS, str(SOURCE), "-o", str(built)],
+                    [compiler, *FLAGS, str(SOURCE), "-o", str(built), "-lm"],
                     check=True, capture_output=True, text=True, timeout=120,
                 )  # fmt: skip
-                os.replace(built, library)  # whole, even with two builds at once
-        lib = ctypes.CDLL(str(library))
+                os.replace(built, shared)  # whole, even with two builds at once
+        lib = ctypes.CDLL(str(shared))
     except (OSError, subprocess.SubprocessError) as error:
         detail = getattr(error, "stderr", "") or str(error)
         return None, f"building the kernels failed: {detail.strip()[:300]}"
@@ -96,6 +100,9 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
         fn = getattr(lib, name)
         fn.argtypes = [pointer, pointer, pointer, pointer, size, size, size]
         fn.restype = None
+    step = lib.decode_token  # weights, embedding, cos, sin, kv, length, capacity, work, logits
+    step.argtypes = [pointer] * 5 + [size, size, pointer, pointer]
+    step.restype = None
     return lib, ""
 
 
@@ -110,15 +117,23 @@ def kernels_status() -> str:
     return "available" if lib is not None else why
 
 
+def library() -> ctypes.CDLL:
+    """The compiled kernels as a ctypes library (``rows_float32``, ``rows_bfloat16``,
+    ``rows_int8`` and ``decode_token``, their argument types set); a RuntimeError saying
+    why where they do not run."""
+    lib, why = _load()
+    if lib is None:
+        raise RuntimeError(f"the row kernels do not run here: {why}")
+    return lib
+
+
 def rows_product(x: torch.Tensor, rows: torch.Tensor, scale: torch.Tensor | None = None):
     """``x [m, in]`` (float32, contiguous) times the rows ``rows [out, in]`` (float32,
     bfloat16 or int8, contiguous): ``y [m, out]`` float32 with ``y[b, r] = scale[r] *
     (x[b] . rows[r])`` (``scale [out]`` float32, or None for 1). Meant for a handful of
     ``m`` (decoding); the caller checks shapes, as :class:`~transformer_lab.nn.stored_weights.
     StoredWeight` does."""
-    lib, why = _load()
-    if lib is None:
-        raise RuntimeError(f"the row kernels do not run here: {why}")
+    lib = library()
     m, n_in = x.shape
     n_out = rows.shape[0]
     y = torch.empty(m, n_out)

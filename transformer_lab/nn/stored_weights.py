@@ -18,25 +18,45 @@ the two give the same numbers up to the order of the sums, and the storage's rou
 the weights is the only approximation. Stored weights are inference only: a stored weight
 is no parameter, it has no gradient, and a model that holds one stays on the CPU.
 
+Where the rows lie matters too. A streaming read on 4 KiB memory pages restarts the
+processor's prefetchers at every page and misses the address-translation cache every 4 KiB;
+on 2 MiB pages it runs on (measured on one thread here: 18-23 GB/s against 32 GB/s for the
+same read). :func:`pack_rows` moves the rows of a model's stored matrices, in the order a
+token reads them, into one buffer that the operating system is asked to back with 2 MiB
+pages (:func:`huge_page_buffer`; Linux's transparent huge pages, where they can be had).
+
 - ``StoredWeight(weight, storage)``: one matrix;
 - ``store_matrices(module, names, storage)``: replace named parameters of a module;
-- ``storage_supported(storage)``: whether this machine runs the row kernels.
+- ``storage_supported(storage)``: whether this machine runs the row kernels;
+- ``pack_rows(weights)``: the rows of several stored matrices in one huge-page buffer;
+- ``huge_page_buffer(n_bytes)``: such a buffer.
 """
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 from collections.abc import Sequence
 
 import torch
 from torch import nn
 
-from transformer_lab.checks import floating_tensor, instance_of, one_of
+from transformer_lab.checks import floating_tensor, instance_of, integer, one_of
 from transformer_lab.nn.row_kernels import kernels_available, kernels_status, rows_product
 
-__all__ = ["STORAGES", "StoredWeight", "store_matrices", "storage_supported"]
+__all__ = [
+    "STORAGES",
+    "StoredWeight",
+    "store_matrices",
+    "storage_supported",
+    "pack_rows",
+    "huge_page_buffer",
+]
 
 STORAGES = ("float32-rows", "bfloat16", "int8")
 KERNEL_ROWS = 8  # at most this many activation vectors go through the row kernels
+HUGE_PAGE = 2 << 20  # bytes in a huge page (x86-64)
+ALIGN = 64  # every matrix in a packed buffer starts on a cache line
 
 
 def storage_supported(storage: str) -> bool:
@@ -130,3 +150,46 @@ def store_matrices(module: nn.Module, names: Sequence[str], storage: str) -> int
         setattr(module, name, stored)
         total += stored.nbytes
     return total
+
+
+def huge_page_buffer(n_bytes: int) -> torch.Tensor:
+    """``n_bytes`` of zeros (a ``uint8`` tensor) in fresh memory that starts on a 2 MiB
+    boundary and that Linux is asked to back with 2 MiB pages (``madvise(MADV_HUGEPAGE)``);
+    elsewhere, or where the system has none free, the same memory on ordinary pages."""
+    n_bytes = integer(n_bytes, "n_bytes", minimum=1)
+    length = -(-n_bytes // HUGE_PAGE) * HUGE_PAGE  # whole huge pages
+    flags = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
+    try:
+        memory = mmap.mmap(-1, length + HUGE_PAGE, **({"flags": flags} if flags else {}))
+    except (OSError, OverflowError) as error:  # more than the system can give
+        raise ValueError(f"cannot map {n_bytes} bytes: {error}") from None
+    whole = torch.frombuffer(memory, dtype=torch.uint8)  # keeps the mapping alive
+    start = -whole.data_ptr() % HUGE_PAGE
+    if hasattr(mmap, "MADV_HUGEPAGE"):  # a kernel without huge pages refuses: ordinary ones
+        with contextlib.suppress(OSError):
+            memory.madvise(mmap.MADV_HUGEPAGE, start, length)
+    return whole[start : start + n_bytes]
+
+
+def pack_rows(weights: Sequence[StoredWeight]) -> torch.Tensor:
+    """Move the rows of ``weights`` (in this order, each on a 64-byte boundary) into one
+    :func:`huge_page_buffer`, and return it: each ``StoredWeight.rows`` becomes a view of
+    it with the same numbers, and its old memory is freed one matrix at a time. What the
+    products compute does not change; a token that reads the matrices in this order then
+    streams through one run of memory."""
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence) or not weights:
+        raise TypeError(f"weights must be a non-empty list of StoredWeight, got {weights!r:.80}")
+    for w in weights:
+        instance_of(w, StoredWeight, "each of weights")
+    if len({id(w) for w in weights}) != len(weights):
+        raise ValueError("weights names one StoredWeight twice")
+    sizes = [w.rows.numel() * w.rows.element_size() for w in weights]
+    starts = [0]
+    for size in sizes:
+        starts.append(starts[-1] + -(-size // ALIGN) * ALIGN)
+    buffer = huge_page_buffer(starts[-1])
+    for w, start, size in zip(weights, starts, sizes, strict=False):
+        view = buffer[start : start + size].view(w.rows.dtype).view(w.rows.shape)
+        view.copy_(w.rows)
+        w.rows = view
+    return buffer
