@@ -1,7 +1,9 @@
 """The shape of the package at a commit: its modules and their lengths, its longest functions,
 the share of argument-check lines in its code, the check lines among the lines the
 book's listings (``viz.source``) show, the private names one module imports from another,
-the import circles, and the parameters of the training loop and its recipes.
+the import circles, the parameters of the training loop and its recipes, and where the
+tokenizers live: the modules that define a tokenizer or vocabulary class, and the tuples of
+special tokens.
 
     python scripts/bench/package_report.py [REF ...]   # default: the working tree
 
@@ -269,8 +271,9 @@ TRAINING_CALLS = {  # module file -> functions whose parameters the report count
     "training/lora.py": ["train_lora"],
     "training/toy.py": ["train_toy"],
     "training/recall.py": ["train_recall"],
-    "training/word_bert.py": ["pretrain_word_bert"],
+    "training/word_bert.py": ["pretrain_word_bert"],  # before the two BERT recipes shared a module
     "training/tiny_bert.py": ["pretrain_tiny_bert"],
+    "training/bert_pretraining.py": ["pretrain_word_bert", "pretrain_tiny_bert"],
 }
 
 
@@ -287,6 +290,43 @@ def training_stats(tree_root: Path) -> dict:
                 params = a.posonlyargs + a.args + a.kwonlyargs
                 out[node.name] = len(params) + bool(a.vararg) + bool(a.kwarg)
     return {"training_parameters": out}
+
+
+TOKENIZER_CLASS = re.compile(r"(Tokenizer|Vocab|Vocabulary)$")
+SPECIAL_TOKEN = re.compile(r"<[a-z]+>|\[[A-Z]+\]")  # "<pad>", "[CLS]"
+
+
+def _special_token_tuple(value) -> bool:
+    """A tuple literal, or a call (a named tuple), of two or more special-token strings."""
+    items = value.elts if isinstance(value, ast.Tuple) else getattr(value, "args", None)
+    if not isinstance(value, (ast.Tuple, ast.Call)) or not items or len(items) < 2:
+        return False
+    return all(
+        isinstance(e, ast.Constant)
+        and isinstance(e.value, str)
+        and SPECIAL_TOKEN.fullmatch(e.value)
+        for e in items
+    )
+
+
+def tokenizer_stats(tree_root: Path) -> dict:
+    """The modules that define a tokenizer or vocabulary class (a class whose name ends in
+    ``Tokenizer``, ``Vocab`` or ``Vocabulary``), with those classes, and the module-level
+    tuples of special tokens (two or more strings such as ``"<pad>"`` or ``"[CLS]"``)."""
+    pkg = tree_root / "transformer_lab"
+    homes, tuples = {}, []
+    for p in sorted(pkg.rglob("*.py")):
+        rel = p.relative_to(pkg).as_posix()
+        if rel.startswith("exercises/"):
+            continue
+        body = ast.parse(p.read_text()).body
+        names = [n.name for n in body if isinstance(n, ast.ClassDef)]
+        if classes := [n for n in names if TOKENIZER_CLASS.search(n)]:
+            homes[rel] = classes
+        for node in body:
+            if isinstance(node, ast.Assign) and _special_token_tuple(node.value):
+                tuples += [f"{rel}:{t.id}" for t in node.targets if isinstance(t, ast.Name)]
+    return {"tokenizer_homes": homes, "special_token_tuples": tuples}
 
 
 def check_stats(tree_root: Path) -> dict:
@@ -319,6 +359,7 @@ def report(tree_root: Path) -> dict:
         **listing_stats(tree_root),
         **seam_stats(tree_root),
         **training_stats(tree_root),
+        **tokenizer_stats(tree_root),
     }
 
 
@@ -377,6 +418,14 @@ def main() -> None:
         print(f"import circles: {r['import_circles'] or 'none'}")
         params = ", ".join(f"{k} {v}" for k, v in r["training_parameters"].items())
         print(f"parameters of the training calls: {params}")
+        homes = r["tokenizer_homes"]
+        stages = sorted({m.split("/")[0] for m in homes})
+        print(
+            f"tokenizer homes: {len(homes)} modules in {len(stages)} stages ({', '.join(stages)}): "
+            + "; ".join(f"{m} {', '.join(c)}" for m, c in homes.items())
+        )
+        specials = r["special_token_tuples"]
+        print(f"special-token tuples: {len(specials)} ({', '.join(specials)})")
 
 
 if __name__ == "__main__":
