@@ -25,6 +25,7 @@ from transformer_lab.analysis import sequential_depth as PA
 from transformer_lab.analysis import word_vectors as E
 from transformer_lab.data import cache as CACHE
 from transformer_lab.data import genres as GR
+from transformer_lab.data import gguf_tokenizer as GT
 from transformer_lab.data import mlm as MLM
 from transformer_lab.data import number_words as NW
 from transformer_lab.data import numbers as NU
@@ -33,6 +34,7 @@ from transformer_lab.data import shakespeare as SH
 from transformer_lab.data import tokenizers as TK
 from transformer_lab.data import topics as TOP
 from transformer_lab.data import toy as DATA_TOY
+from transformer_lab.data import wordpiece as WP
 from transformer_lab.generation import sampling as G
 from transformer_lab.generation import search as D
 from transformer_lab.models import bert as BE
@@ -55,7 +57,6 @@ from transformer_lab.nn import scores as NN_SCORES
 from transformer_lab.pretrained import minilm as PT
 from transformer_lab.pretrained import smollm2 as GL
 from transformer_lab.pretrained import tiny_bert as PRETRAINED_TINY_BERT
-from transformer_lab.pretrained import tokenizers as TOK
 from transformer_lab.training import checkpoint as CK
 from transformer_lab.training import distributed as DI
 from transformer_lab.training import finetune as FT
@@ -147,7 +148,7 @@ def toy():
 @functools.cache
 def wordpiece():
     texts = ["the cat sat on the mat", "a dog ran in the park"] * 20
-    return TOK.WordPieceTokenizer.train(texts, vocab_size=60, min_frequency=1)
+    return WP.WordPieceTokenizer.train(texts, vocab_size=60, min_frequency=1)
 
 
 def ids(*rows):
@@ -164,7 +165,7 @@ def x3(*shape, dtype=torch.float32):
 
 for n in (0, 1, 2):
     case(
-        TOK.WordPieceTokenizer,
+        WP.WordPieceTokenizer,
         lambda n=n: wordpiece()("the cat", max_length=n),
         ValueError,
         f"max_length must be an int >= 3 (room for [CLS] A [SEP] with at least one token "

@@ -359,6 +359,10 @@ _R8 = (
 _R9 = (
     "builds a figure or widget from a model or records; table cases in tests/viz/bad_inputs_viz.py"
 )
+_R_TOKENIZERS = (
+    "needs a trained WordPiece tokenizer or a GGUF file's vocabulary; table cases in "
+    "tests/data/bad_inputs_tokenizers.py"
+)
 _R_EXPORT = (
     "exports a model, measures a tokenizer or reads the shipped GPT checkpoint (seconds, "
     "files); table cases in tests/export/bad_inputs_export.py"
@@ -497,7 +501,6 @@ SKIPPED = {
     "transformer_lab.data.mlm.pack_pair": _R3,
     "transformer_lab.data.mlm.pad_batch": _R3,
     "transformer_lab.data.mlm.pretraining_batch": _R3,
-    "transformer_lab.data.mlm.WordVocabulary": _R3,
     "transformer_lab.data.mlm.word_spans": _R3,
     "transformer_lab.data.number_words.number_to_words": _R3,
     "transformer_lab.data.number_words.split_german": _R3,
@@ -523,6 +526,10 @@ SKIPPED = {
     "transformer_lab.data.tokenizers.CharTokenizer": _R3,
     "transformer_lab.data.tokenizers.Vocab": _R3,
     "transformer_lab.data.tokenizers.Vocabulary": _R3,
+    "transformer_lab.data.tokenizers.WordVocabulary": _R3,
+    "transformer_lab.data.gguf_tokenizer.GGUFTokenizer": _R_TOKENIZERS,
+    "transformer_lab.data.wordpiece.TokenBatch": _R_TOKENIZERS,
+    "transformer_lab.data.wordpiece.WordPieceTokenizer": _R_TOKENIZERS,
     "transformer_lab.data.toy.neighbours": _R3,
     "transformer_lab.data.toy.previous_token": _R3,
     "transformer_lab.data.toy.toy_batches": _R3,
@@ -609,9 +616,6 @@ SKIPPED = {
     "transformer_lab.pretrained.tiny_bert.load_tiny_bert": _R7,
     "transformer_lab.pretrained.tiny_bert.save_tiny_bert": _R7,
     "transformer_lab.pretrained.tiny_bert.tiny_bert_info": _R7,
-    "transformer_lab.pretrained.tokenizers.GGUFTokenizer": _R7,
-    "transformer_lab.pretrained.tokenizers.TokenBatch": _R7,
-    "transformer_lab.pretrained.tokenizers.WordPieceTokenizer": _R7,
     "transformer_lab.training.checkpoint.load_checkpoint": _R8,
     "transformer_lab.training.checkpoint.save_checkpoint": _R8,
     "transformer_lab.training.checkpoint.set_rng_state": _R8,

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from transformer_lab.checks import IGNORE_INDEX
 from transformer_lab.data.cache import write_atomically
 from transformer_lab.data.tokenizers import CharTokenizer
+from transformer_lab.data.wordpiece import WordPieceTokenizer
 from transformer_lab.models.bert import BertConfig, BertForPreTraining, BertModel
 from transformer_lab.models.gpt import GPT, GPTConfig
 from transformer_lab.models.llama import Llama, LlamaConfig
@@ -34,7 +35,6 @@ from transformer_lab.nn import lora as LORA
 from transformer_lab.pretrained import book_gpt as BOOK_GPT
 from transformer_lab.pretrained import ctranslate2_format as CT2
 from transformer_lab.pretrained import tiny_bert as TINY_BERT
-from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training import checkpoint as CKPT
 from transformer_lab.training.finetune import ClassificationBatch
 from transformer_lab.training.lora import AnswerBatch

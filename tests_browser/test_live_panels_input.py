@@ -254,8 +254,8 @@ def test_minilm_empty_box_is_refused_and_clears_the_results(bert_page):
 
 
 def test_minilm_long_text_says_it_was_cut_and_keeps_a_bounded_heatmap(bert_page):
+    from transformer_lab.data.wordpiece import WordPieceTokenizer
     from transformer_lab.pretrained.minilm import minilm_dir
-    from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 
     page, panel = bert_page, bert_page.locator(BERT_PANEL)
     whole = WordPieceTokenizer.from_file(minilm_dir() / "tokenizer.json", max_length=100_000)

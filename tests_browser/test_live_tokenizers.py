@@ -12,10 +12,10 @@ import unicodedata
 import pytest
 from browser_support import ROOT
 
+from transformer_lab.data.wordpiece import WordPieceTokenizer
 from transformer_lab.export.live import gpt_live_json, minilm_live_json
 from transformer_lab.pretrained.book_gpt import book_gpt_info, load_book_gpt
 from transformer_lab.pretrained.minilm import config_from_hf, minilm_dir
-from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 
 SCRIPT = ROOT / "scripts" / "site" / "live" / "tokenizers.js"
 

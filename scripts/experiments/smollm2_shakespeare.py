@@ -4,7 +4,7 @@ the unit in which chapter 13 reports its character GPT and its n-gram count mode
 The held-out text is exactly what ``shakespeare.encode_splits`` encodes for validation: the
 validation plays of ``split_plays(load_plays())`` joined with ``"\\n"`` (one blank line
 between plays), 102,902 characters. It is encoded with SmolLM2's own byte-level BPE
-tokenizer (:class:`~transformer_lab.pretrained.tokenizers.GGUFTokenizer`: no chat template,
+tokenizer (:class:`~transformer_lab.data.gguf_tokenizer.GGUFTokenizer`: no chat template,
 no special tokens; the GGUF file sets ``add_bos_token`` false) and must decode back to
 exactly the text; where ``transformers`` is installed, its tokenizer, read from the same
 GGUF file, must give the same ids. The model is our :class:`~transformer_lab.models.llama.Llama`

@@ -23,7 +23,15 @@ LIVE = ROOT / "_build" / "web_assets" / "live"
 PAGE_FILES = ROOT / "scripts" / "site" / "live"
 PACKAGE = ROOT / "transformer_lab"
 # the code and data the four model files are made from
-SOURCES = ("export", "models", "nn", "hooks.py", "pretrained", "data/tokenizers.py")
+SOURCES = (
+    "export",
+    "models",
+    "nn",
+    "hooks.py",
+    "pretrained",
+    "data/tokenizers.py",
+    "data/wordpiece.py",
+)
 ASSETS = ("assets/gpt_book_cpu.safetensors", "assets/gpt_book_cpu.json")
 
 

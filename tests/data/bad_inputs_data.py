@@ -523,19 +523,19 @@ case(
 
 # whole words as tokens (chapter 12's live run)
 for target, thunk, error, fragment in [
-    (MLM.WordVocabulary, lambda: MLM.WordVocabulary(["the", "The,"]), ValueError,
+    (TK.WordVocabulary, lambda: TK.WordVocabulary(["the", "The,"]), ValueError,
      "words must be lower-case words like 'thee', got ['The,']"),
-    (MLM.WordVocabulary, lambda: MLM.WordVocabulary(["the", "the"]), ValueError,
+    (TK.WordVocabulary, lambda: TK.WordVocabulary(["the", "the"]), ValueError,
      "words must be distinct"),
-    (MLM.WordVocabulary.from_texts, lambda: MLM.WordVocabulary.from_texts(["a b"], 5), ValueError,
+    (TK.WordVocabulary.from_texts, lambda: TK.WordVocabulary.from_texts(["a b"], 5), ValueError,
      "size must be an int >= 6, got 5"),
-    (MLM.WordVocabulary.words, lambda: MLM.WordVocabulary.words(None), TypeError,
+    (TK.WordVocabulary.words, lambda: TK.WordVocabulary.words(None), TypeError,
      "text must be a str, got NoneType"),
-    (MLM.word_spans, lambda: MLM.word_spans([["a b"]], MLM.WordVocabulary(["a"]), 0), ValueError,
+    (MLM.word_spans, lambda: MLM.word_spans([["a b"]], TK.WordVocabulary(["a"]), 0), ValueError,
      "span must be a positive int, got 0"),
     (MLM.word_spans, lambda: MLM.word_spans([["a b"]], ["a"], 2), TypeError,
      "vocab must be a WordVocabulary, got list"),
-    (MLM.word_spans, lambda: MLM.word_spans(["a b"], MLM.WordVocabulary(["a"]), 2), TypeError,
+    (MLM.word_spans, lambda: MLM.word_spans(["a b"], TK.WordVocabulary(["a"]), 2), TypeError,
      "documents must hold lists of lines, got a str"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)

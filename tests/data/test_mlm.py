@@ -272,24 +272,9 @@ def test_pretraining_batch():
     assert set(dict(**one)) == {"input_ids", "labels", "is_next", "attention_mask", "segment_ids"}
 
 
-def test_word_vocabulary_reads_whole_lower_cased_words():
-    from transformer_lab.data.mlm import WORD_SPECIALS, WordVocabulary
-
-    assert WordVocabulary.words("O, 'tis Timon! O'er the hill -- 2 men") == [
-        "o", "tis", "timon", "o'er", "the", "hill", "men",
-    ]  # fmt: skip
-    vocab = WordVocabulary.from_texts(["the cat and the dog", "the end and"], 8)
-    assert vocab.tokens[:5] == list(WORD_SPECIALS)
-    assert vocab.tokens[5:] == ["the", "and", "cat"]  # by count, ties by spelling
-    assert vocab.vocab_size == len(vocab) == 8
-    assert vocab.special_ids == [0, 1, 2, 3, 4] and vocab.mask_id == 4 and vocab.unk_id == 1
-    assert vocab.encode("The dog, the cat!") == [5, 1, 5, 7]
-    assert vocab.convert_ids_to_tokens([2, 5, 1]) == ["[CLS]", "the", "[UNK]"]
-    assert vocab.token_to_id("and") == 6 and vocab.token_to_id("zebra") == vocab.unk_id
-
-
 def test_word_spans_cut_each_document_and_drop_the_rest():
-    from transformer_lab.data.mlm import WordVocabulary, word_spans
+    from transformer_lab.data.mlm import word_spans
+    from transformer_lab.data.tokenizers import WordVocabulary
 
     vocab = WordVocabulary(["a", "b", "c"])
     docs = [["a b", "c a b"], ["c c"]]

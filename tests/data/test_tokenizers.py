@@ -1,17 +1,22 @@
 """Tokenizers: the chapter-1 Vocabulary, the seq2seq Vocab with its special tokens, the
-character tokenizer and byte-level BPE, each encoding and decoding back."""
+vocabulary of whole words, the character tokenizer and byte-level BPE, each encoding and
+decoding back; BERT's special tokens, defined once, in the order every BERT vocabulary
+numbers them; a WordPiece vocabulary renumbered by count."""
 
 import pytest
 import torch
 
 from transformer_lab.data.tokenizers import (
+    BERT_SPECIALS,
     SPECIALS,
     UNK_ID,
     BPETokenizer,
     CharTokenizer,
     Vocab,
     Vocabulary,
+    WordVocabulary,
 )
+from transformer_lab.data.wordpiece import WordPieceTokenizer
 
 
 def test_vocabulary_round_trip_and_errors():
@@ -64,3 +69,54 @@ def test_bpe_trained_on_a_small_text_encodes_any_text():
     unseen = "Zebra \u00e9t\u00e9"  # bytes never seen in training still encode
     assert tok.decode(tok.encode(unseen)) == unseen
     assert tok.encode_tensor(text).tolist() == tok.encode(text)
+
+
+def test_word_vocabulary_reads_whole_lower_cased_words():
+    assert WordVocabulary.words("O, 'tis Timon! O'er the hill -- 2 men") == [
+        "o", "tis", "timon", "o'er", "the", "hill", "men",
+    ]  # fmt: skip
+    vocab = WordVocabulary.from_texts(["the cat and the dog", "the end and"], 8)
+    assert vocab.tokens[:5] == list(BERT_SPECIALS)
+    assert vocab.tokens[5:] == ["the", "and", "cat"]  # by count, ties by spelling
+    assert vocab.vocab_size == len(vocab) == 8
+    assert vocab.special_ids == [0, 1, 2, 3, 4] and vocab.mask_id == 4 and vocab.unk_id == 1
+    assert vocab.encode("The dog, the cat!") == [5, 1, 5, 7]
+    assert vocab.convert_ids_to_tokens([2, 5, 1]) == ["[CLS]", "the", "[UNK]"]
+    assert vocab.token_to_id("and") == 6 and vocab.token_to_id("zebra") == vocab.unk_id
+
+
+def test_bert_special_tokens_are_named_once_and_numbered_alike():
+    assert BERT_SPECIALS == ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+    assert (BERT_SPECIALS.pad, BERT_SPECIALS.cls, BERT_SPECIALS.mask) == (
+        "[PAD]",
+        "[CLS]",
+        "[MASK]",
+    )
+    words = WordVocabulary(["thou", "art"])
+    pieces = WordPieceTokenizer.train(["thou art more lovely"] * 5, vocab_size=40, min_frequency=1)
+    for tok in (words, pieces):
+        assert list(tok.special_ids) == [0, 1, 2, 3, 4]
+        assert tok.convert_ids_to_tokens(tok.special_ids) == list(BERT_SPECIALS)
+        ids = (tok.pad_id, tok.unk_id, tok.cls_id, tok.sep_id, tok.mask_id)
+        assert tok.convert_ids_to_tokens(list(ids)) == list(BERT_SPECIALS)
+
+
+def test_wordpiece_renumbered_puts_the_special_tokens_first_then_the_frequent_ones():
+    tok = WordPieceTokenizer.train(["the cat sat on the mat", "a dog"] * 10, 50, min_frequency=1)
+    rng = torch.Generator().manual_seed(0)
+    counts = torch.randint(0, 4, (tok.vocab_size,), generator=rng)  # many ties
+    again = tok.renumbered(counts)
+    old, new = tok.backend.get_vocab(), again.backend.get_vocab()
+    assert set(new) == set(old) and sorted(new.values()) == list(range(len(old)))
+    order = sorted(new, key=new.get)
+    assert order[:5] == list(BERT_SPECIALS)
+    rest = [(-int(counts[old[t]]), t) for t in order[5:]]
+    assert rest == sorted(rest), "by falling count, ties by spelling"
+    text = "the cat sat on a dog"
+    assert again.tokenize(text) == tok.tokenize(text)
+    batch = again(text, "the mat")
+    assert batch.tokens[0][0] == BERT_SPECIALS.cls and batch.tokens[0][-1] == BERT_SPECIALS.sep
+    assert batch.segment_ids[0, -1] == 1 and again.max_length == tok.max_length
+    assert again.renumbered(torch.zeros(tok.vocab_size, dtype=torch.long)).backend.get_vocab() == {
+        t: i for i, t in enumerate(list(BERT_SPECIALS) + sorted(set(old) - set(BERT_SPECIALS)))
+    }

@@ -7,7 +7,6 @@ from bad_input_support import (  # noqa: F401
     GL,
     PRETRAINED_TINY_BERT,
     PT,
-    TOK,
     B,
     bert,
     case,
@@ -25,29 +24,6 @@ case(
     TypeError,
     "a single str would be read as one sentence per character",
 )
-
-case(
-    TOK.WordPieceTokenizer,
-    lambda: wordpiece()("the cat", "a dog", max_length=3),
-    ValueError,
-    "max_length must be an int >= 5 (room for a pair [CLS] A [SEP] B [SEP]",
-)
-
-case(
-    TOK.WordPieceTokenizer,
-    lambda: TOK.WordPieceTokenizer(wordpiece().backend, max_length=1),
-    ValueError,
-    "max_length must be an int >= 3",
-)
-
-for thunk, error, fragment in [
-    (lambda: wordpiece().decode([999999]), ValueError, "ids must be in [0, 44), got [999999]"),
-    (lambda: wordpiece().decode([True, False]), TypeError,
-     "ids must be integer token ids, got True (bool)"),
-    (lambda: wordpiece().convert_ids_to_tokens([5, -1]), ValueError,
-     "ids must be in [0, 44), got [-1]"),
-]:  # fmt: skip
-    case(TOK.WordPieceTokenizer, thunk, error, fragment)
 
 case(
     PT.config_from_hf,
@@ -126,13 +102,6 @@ case(
     "run scripts/experiments/pretrain_tiny_bert.py",
 )
 
-case(
-    TOK.TokenBatch,
-    lambda: wordpiece()(["the cat"]).to("gpu"),
-    ValueError,
-    "device must be 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device, got 'gpu'",
-)
-
 case(GL.read_gguf, lambda: GL.read_gguf(3), TypeError, "path must be a str or Path, got int")
 
 case(
@@ -155,38 +124,6 @@ case(
     TypeError,
     "contents must be GGUFContents, got dict",
 )
-
-case(
-    TOK.GGUFTokenizer,
-    lambda: TOK.GGUFTokenizer({"tokenizer.ggml.model": "llama"}),
-    ValueError,
-    "only byte-level BPE ('gpt2') tokenizers are supported, got 'llama'",
-)
-
-_CHAT = TOK.GGUFTokenizer(
-    {
-        "tokenizer.ggml.model": "gpt2",
-        "tokenizer.ggml.tokens": ["a", "b"],
-        "tokenizer.ggml.merges": [],
-        "tokenizer.chat_template": "{% for m in messages %}{{ m['content'] }}{% endfor %}",
-    }
-)
-for thunk, error, fragment in [
-    (lambda: _CHAT.chat_prompt([]), ValueError,
-     "messages is empty: give a question or at least one message"),
-    (lambda: _CHAT.chat_prompt([{"role": "robot", "content": "hi"}]), ValueError,
-     "messages[0]['role'] must be one of ('system', 'user', 'assistant'), got 'robot'"),
-    (lambda: _CHAT.chat_prompt(["hi"]), TypeError,
-     "messages[0] must be a dict with str 'role' and 'content', got 'hi'"),
-    (lambda: _CHAT.chat_prompt([{"role": "user", "content": "a"}, {"role": "user"}]), TypeError,
-     "messages[1] must be a dict with str 'role' and 'content', got {'role': 'user'}"),
-    (lambda: _CHAT.chat_prompt(None), TypeError,
-     "messages must be a str or a list of {'role', 'content'} dicts, got NoneType"),
-    (lambda: _CHAT.decode([True, False]), TypeError,
-     "ids must be integer token ids, got True (bool)"),
-    (lambda: _CHAT.decode([0, 2]), ValueError, "ids must be in [0, 2), got [2]"),
-]:  # fmt: skip
-    case(TOK.GGUFTokenizer, thunk, error, fragment)
 
 case(
     GL.smollm2,

@@ -13,10 +13,10 @@ import sys
 import pytest
 import torch
 
+from transformer_lab.data.wordpiece import TokenBatch, WordPieceTokenizer
 from transformer_lab.nn.pooling import mean_pool
 from transformer_lab.pretrained import minilm as pretrained
 from transformer_lab.pretrained.minilm import minilm, minilm_dir, sentence_embeddings
-from transformer_lab.pretrained.tokenizers import TokenBatch, WordPieceTokenizer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the reference models load from local files only
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import torch
 
+from transformer_lab.data.gguf_tokenizer import GGUFTokenizer
 from transformer_lab.generation.sampling import generate
 from transformer_lab.hooks import capture
 from transformer_lab.models.llama import Llama
 from transformer_lab.pretrained import smollm2 as gl
-from transformer_lab.pretrained.tokenizers import GGUFTokenizer
 
 pytestmark = [
     pytest.mark.skipif(

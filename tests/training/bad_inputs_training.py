@@ -684,7 +684,8 @@ case(
 )
 
 # chapter 12's live run on whole words
-from transformer_lab.data.mlm import WordVocabulary, word_spans  # noqa: E402
+from transformer_lab.data.mlm import word_spans  # noqa: E402
+from transformer_lab.data.tokenizers import WordVocabulary  # noqa: E402
 from transformer_lab.training import word_bert as WB  # noqa: E402
 
 

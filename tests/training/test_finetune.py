@@ -13,11 +13,11 @@ import pytest
 import torch
 from torch import nn
 
+from transformer_lab.data.wordpiece import WordPieceTokenizer
 from transformer_lab.models.bert import BertConfig, BertModel
 from transformer_lab.models.classifier import SequenceClassifier
 from transformer_lab.nn.pooling import mean_pool
 from transformer_lab.pretrained.minilm import minilm, minilm_dir
-from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training.finetune import (
     ClassificationBatch,
     ClassifierRecipe,

@@ -24,9 +24,9 @@ from disk_faults import full_disk, leftovers
 from script_loader import load_script
 
 from transformer_lab.data import shakespeare
+from transformer_lab.data.wordpiece import WordPieceTokenizer
 from transformer_lab.models.bert import BertForPreTraining
 from transformer_lab.pretrained import tiny_bert as TB_FILES
-from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training import tiny_bert as TB
 from transformer_lab.training.run import Run
 

@@ -13,26 +13,28 @@ probability 50%, B is the sentence that follows A in its document (``is_next = 1
 otherwise a random sentence from another document (``is_next = 0``). :func:`pack_pair`
 lays a pair out as ``[CLS] A [SEP] B [SEP]`` with segment ids ``0 ... 0 1 ... 1``.
 
-Words as tokens (:class:`WordVocabulary`, :func:`word_spans`): a vocabulary of whole words,
-lower-cased, with BERT's five special tokens, and documents cut into spans of a fixed number
-of words. BERT's "sentence" is "an arbitrary span of contiguous text, rather than an
-actual linguistic sentence" (Devlin et al. 2019, section 3); with whole words as tokens,
-every hidden token is a whole word, which whole-word masking (the BERT authors' 2019
-release) obtains for WordPiece by hiding all the pieces of a word together.
+Words as tokens (:func:`word_spans`): documents cut into spans of a fixed number of words of
+a :class:`~transformer_lab.data.tokenizers.WordVocabulary` (whole lower-cased words with
+BERT's five special tokens). BERT's "sentence" is "an arbitrary span of contiguous text,
+rather than an actual linguistic sentence" (Devlin et al. 2019, section 3); with whole words
+as tokens, every hidden token is a whole word, which whole-word masking (the BERT authors'
+2019 release) obtains for WordPiece by hiding all the pieces of a word together.
+
+The tokenizers themselves, the vocabulary of words and BERT's WordPiece, live in
+:mod:`transformer_lab.data.tokenizers` and :mod:`transformer_lab.data.wordpiece`.
 """
 
 from __future__ import annotations
 
 import operator
-import re
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import torch
 
-from transformer_lab.checks import IGNORE_INDEX, fraction, integer, string, token_ids
+from transformer_lab.checks import IGNORE_INDEX, fraction, integer, token_ids
+from transformer_lab.data.tokenizers import WordVocabulary
 from transformer_lab.device import check_device
 
 __all__ = [
@@ -44,8 +46,6 @@ __all__ = [
     "pad_batch",
     "pretraining_batch",
     "PretrainingBatch",
-    "WORD_SPECIALS",
-    "WordVocabulary",
     "word_spans",
 ]
 
@@ -294,67 +294,6 @@ def pretraining_batch(
     )
     is_next = torch.tensor([p.is_next for p in pairs], dtype=torch.long)
     return PretrainingBatch(masked, labels, is_next, attention_mask, segment_ids)
-
-
-WORD_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0-4 of a WordVocabulary
-_WORD = re.compile(r"[a-z]+(?:'[a-z]+)*")  # letters, with inner apostrophes: o'er, 'tis -> tis
-
-
-class WordVocabulary:
-    """Whole lower-cased words as tokens: BERT's five special tokens (ids 0-4, in the order
-    of :data:`WORD_SPECIALS`), then the most frequent words of a text, most frequent first
-    (ties by spelling). Punctuation and digits are dropped; a word outside the vocabulary
-    reads as ``[UNK]``."""
-
-    def __init__(self, words: Sequence[str]):
-        words = list(words)
-        bad = [w for w in words if not isinstance(w, str) or _WORD.fullmatch(w) is None]
-        if bad:
-            raise ValueError(f"words must be lower-case words like 'thee', got {bad[:3]!r}")
-        if len(set(words)) != len(words):
-            raise ValueError("words must be distinct")
-        self.tokens = [*WORD_SPECIALS, *words]
-        self.index = {t: i for i, t in enumerate(self.tokens)}
-        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = range(5)
-        self.special_ids = list(range(len(WORD_SPECIALS)))
-
-    @staticmethod
-    def words(text: str) -> list[str]:
-        """The lower-cased words of ``text``: ``"O, 'tis Timon!"`` -> ``['o', 'tis', 'timon']``."""
-        return _WORD.findall(string(text, "text").lower())
-
-    @classmethod
-    def from_texts(cls, texts: Iterable[str], size: int) -> WordVocabulary:
-        """The ``size - 5`` most frequent words of ``texts``, after the special tokens."""
-        integer(size, "size", minimum=len(WORD_SPECIALS) + 1)
-        counts = Counter(w for t in texts for w in cls.words(t))
-        ranked = sorted(counts, key=lambda w: (-counts[w], w))
-        return cls(ranked[: size - len(WORD_SPECIALS)])
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self.tokens)
-
-    def __len__(self) -> int:
-        return len(self.tokens)
-
-    def __repr__(self) -> str:
-        return f"WordVocabulary({len(self)} tokens: {self.tokens[5:10]} ...)"
-
-    def token_to_id(self, word: str) -> int:
-        """The id of ``word`` (``unk_id`` for a word outside the vocabulary)."""
-        return self.index.get(string(word, "word"), self.unk_id)
-
-    def encode(self, text: str) -> list[int]:
-        """Ids of the words of ``text``, without special tokens."""
-        return [self.index.get(w, self.unk_id) for w in self.words(text)]
-
-    def convert_ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
-        ids = [operator.index(i) for i in ids]
-        bad = [i for i in ids if not 0 <= i < len(self.tokens)]
-        if bad:
-            raise ValueError(f"ids must be in [0, {len(self.tokens)}), got {bad[:3]}")
-        return [self.tokens[i] for i in ids]
 
 
 def word_spans(documents: Iterable[Iterable[str]], vocab: WordVocabulary, span: int):

@@ -1,14 +1,25 @@
 """Tokenizers: text to token ids and back, the first and last step of every model.
 
-Four kinds, from the plainest to the one GPT-2 uses:
+Every tokenizer and vocabulary of the package lives in ``data/``: this module holds the ones
+written out in Python, from the plainest to the one GPT-2 uses,
 
 - :class:`Vocabulary`: an ordered list of distinct tokens, a token's id its position;
   an unknown token is an error (chapter 1, where each token is a row of ``W_E``).
 - :class:`Vocab`: tokens sorted after four special tokens ``<pad> <bos> <eos> <unk>``
-  with ids 0-3, unknown tokens read as ``<unk>`` (the translation and captioning data).
+  (:data:`SPECIALS`) with ids 0-3, unknown tokens read as ``<unk>`` (the translation and
+  captioning data).
+- :class:`WordVocabulary`: whole lower-cased words after BERT's five special tokens
+  (:data:`BERT_SPECIALS`), unknown words read as ``[UNK]`` (chapter 12's live run).
 - :class:`CharTokenizer`: one token per character (the character-level GPT).
 - :class:`BPETokenizer`: byte-level byte-pair encoding, merges learned from a text
   (Sennrich et al. 2016, in the byte-level form of GPT-2), so any text can be encoded.
+
+and the special tokens, each set defined once: :data:`SPECIALS` for :class:`Vocab`,
+:data:`BERT_SPECIALS` for :class:`WordVocabulary` and BERT's WordPiece tokenizer. The
+tokenizers that ship with pretrained models sit beside this module:
+:class:`~transformer_lab.data.wordpiece.WordPieceTokenizer` (BERT's, in ``wordpiece``) and
+:class:`~transformer_lab.data.gguf_tokenizer.GGUFTokenizer` (SmolLM2's, in
+``gguf_tokenizer``).
 
 The data sets build them from their own text: ``shakespeare.char_tokenizer()``,
 ``shakespeare.bpe_tokenizer(1024)``, the vocabularies of ``numbers.load()``.
@@ -16,13 +27,17 @@ The data sets build them from their own text: ``shakespeare.char_tokenizer()``,
 
 from __future__ import annotations
 
+import operator
+import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
-from transformer_lab.checks import string, token_id_list
+from transformer_lab.checks import integer, string, token_id_list
 
 __all__ = [
     "SPECIALS",
@@ -30,14 +45,31 @@ __all__ = [
     "BOS_ID",
     "EOS_ID",
     "UNK_ID",
+    "BERT_SPECIALS",
     "Vocabulary",
     "Vocab",
+    "WordVocabulary",
     "CharTokenizer",
     "BPETokenizer",
 ]
 
 SPECIALS = ("<pad>", "<bos>", "<eos>", "<unk>")  # the first four tokens of every Vocab
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+
+
+class BertSpecials(NamedTuple):
+    """BERT's special tokens by name, in the order of their ids in a :class:`WordVocabulary`
+    and in a vocabulary renumbered by
+    :meth:`~transformer_lab.data.wordpiece.WordPieceTokenizer.renumbered`."""
+
+    pad: str  # pads a sequence to the batch's length
+    unk: str  # a word (or piece) outside the vocabulary
+    cls: str  # first token of every input; its final vector feeds next-sentence prediction
+    sep: str  # ends sentence A and sentence B
+    mask: str  # a hidden token in masked-language modelling
+
+
+BERT_SPECIALS = BertSpecials("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 class UnknownTokenError(KeyError, ValueError):
@@ -142,6 +174,68 @@ class Vocab:
                 continue
             out.append(self.itos[i])
         return out
+
+
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)*")  # letters, with inner apostrophes: o'er, 'tis -> tis
+
+
+class WordVocabulary:
+    """Whole lower-cased words as tokens: BERT's five special tokens (ids 0-4, in the order
+    of :data:`BERT_SPECIALS`), then the most frequent words of a text, most frequent first
+    (ties by spelling). Punctuation and digits are dropped; a word outside the vocabulary
+    reads as ``[UNK]``."""
+
+    def __init__(self, words: Sequence[str]):
+        words = list(words)
+        bad = [w for w in words if not isinstance(w, str) or _WORD.fullmatch(w) is None]
+        if bad:
+            raise ValueError(f"words must be lower-case words like 'thee', got {bad[:3]!r}")
+        if len(set(words)) != len(words):
+            raise ValueError("words must be distinct")
+        self.tokens = [*BERT_SPECIALS, *words]
+        self.index = {t: i for i, t in enumerate(self.tokens)}
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
+            self.index[t] for t in BERT_SPECIALS
+        )
+        self.special_ids = list(range(len(BERT_SPECIALS)))
+
+    @staticmethod
+    def words(text: str) -> list[str]:
+        """The lower-cased words of ``text``: ``"O, 'tis Timon!"`` -> ``['o', 'tis', 'timon']``."""
+        return _WORD.findall(string(text, "text").lower())
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str], size: int) -> WordVocabulary:
+        """The ``size - 5`` most frequent words of ``texts``, after the special tokens."""
+        integer(size, "size", minimum=len(BERT_SPECIALS) + 1)
+        counts = Counter(w for t in texts for w in cls.words(t))
+        ranked = sorted(counts, key=lambda w: (-counts[w], w))
+        return cls(ranked[: size - len(BERT_SPECIALS)])
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokens)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __repr__(self) -> str:
+        return f"WordVocabulary({len(self)} tokens: {self.tokens[5:10]} ...)"
+
+    def token_to_id(self, word: str) -> int:
+        """The id of ``word`` (``unk_id`` for a word outside the vocabulary)."""
+        return self.index.get(string(word, "word"), self.unk_id)
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of the words of ``text``, without special tokens."""
+        return [self.index.get(w, self.unk_id) for w in self.words(text)]
+
+    def convert_ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
+        ids = [operator.index(i) for i in ids]
+        bad = [i for i in ids if not 0 <= i < len(self.tokens)]
+        if bad:
+            raise ValueError(f"ids must be in [0, {len(self.tokens)}), got {bad[:3]}")
+        return [self.tokens[i] for i in ids]
 
 
 class CharTokenizer:

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from transformer_lab.checks import instance_of, one_of
 from transformer_lab.data.cache import write_atomically
+from transformer_lab.data.wordpiece import WordPieceTokenizer
 from transformer_lab.models.bert import BertConfig
-from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 
 __all__ = [
     "gpt_live_json",

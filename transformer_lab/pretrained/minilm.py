@@ -13,8 +13,8 @@ Nothing is downloaded and no Hugging Face ``transformers`` code runs.
 - :func:`mean_pool` and :func:`sentence_embeddings` give sentence vectors the way
   sentence-transformers does for this model (mean over real tokens, then unit length).
 
-The tokenizer, a :class:`~transformer_lab.pretrained.tokenizers.WordPieceTokenizer`, lives
-with the other pretrained tokenizers in :mod:`transformer_lab.pretrained.tokenizers`.
+The tokenizer, a :class:`~transformer_lab.data.wordpiece.WordPieceTokenizer`, lives with
+the package's other tokenizers in ``data/`` (:mod:`transformer_lab.data.wordpiece`).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ import torch
 import torch.nn.functional as F
 
 from transformer_lab.checks import instance_of, require
+from transformer_lab.data.wordpiece import WordPieceTokenizer
 from transformer_lab.device import check_device
 from transformer_lab.models.bert import BertConfig, BertForPreTraining, BertModel
 from transformer_lab.nn.pooling import mean_pool
-from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 
 __all__ = [
     "minilm",

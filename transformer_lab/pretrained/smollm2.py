@@ -13,7 +13,7 @@ chat template.
 - :func:`unpermute_qk` undoes the row order llama.cpp's converter gives the query and key
   projections (it interleaves the two halves of every head for its own rotary layout);
 - :func:`llama_from_gguf` builds a :class:`~transformer_lab.models.llama.Llama`;
-- :class:`~transformer_lab.pretrained.tokenizers.GGUFTokenizer` is the byte-level BPE
+- :class:`~transformer_lab.data.gguf_tokenizer.GGUFTokenizer` is the byte-level BPE
   tokenizer built with ``tokenizers`` from the vocabulary and merges, with its
   ``chat_prompt`` for the chat template;
 - :func:`smollm2` returns ``(model, tokenizer)``; :func:`chat` answers a question.
@@ -30,11 +30,11 @@ import numpy as np
 import torch
 
 from transformer_lab.checks import instance_of, integer, one_of
+from transformer_lab.data.gguf_tokenizer import GGUFTokenizer
 from transformer_lab.device import check_device
 from transformer_lab.generation.sampling import sample_next
 from transformer_lab.models.llama import Llama, LlamaConfig
 from transformer_lab.nn.stored_weights import STORAGES
-from transformer_lab.pretrained.tokenizers import GGUFTokenizer
 
 __all__ = [
     "SMOLLM2_FILE",

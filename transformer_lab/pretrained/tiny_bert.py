@@ -19,10 +19,10 @@ import torch
 
 from transformer_lab.checks import instance_of, require
 from transformer_lab.data.cache import cache_dir, disk_error, temporary_name, write_atomically
+from transformer_lab.data.wordpiece import WordPieceTokenizer
 from transformer_lab.device import check_device
 from transformer_lab.models.bert import BertConfig, BertForPreTraining
 from transformer_lab.pretrained.book_gpt import load_failure, weights_mismatch
-from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 
 __all__ = ["save_tiny_bert", "tiny_bert_info", "load_tiny_bert"]
 

@@ -42,11 +42,11 @@ from transformer_lab.checks import (
     seed_int,
     token_ids,
 )
+from transformer_lab.data.wordpiece import WordPieceTokenizer
 from transformer_lab.device import evaluating
 from transformer_lab.models.bert import BertConfig, BertModel
 from transformer_lab.models.classifier import SequenceClassifier
 from transformer_lab.nn.pooling import mean_pool
-from transformer_lab.pretrained.tokenizers import WordPieceTokenizer
 from transformer_lab.training.loop import TrainResult, to_device, train
 from transformer_lab.training.run import Run
 from transformer_lab.training.schedules import warmup_linear

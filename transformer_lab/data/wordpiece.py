@@ -1,17 +1,15 @@
-"""The pretrained models' tokenizers: text to token ids and back, run by the ``tokenizers``
-library (Rust) from the vocabulary that ships with each model.
+"""BERT's tokenizer: WordPiece, run by the ``tokenizers`` library (Rust).
 
-- :class:`WordPieceTokenizer` is BERT's (all-MiniLM-L6-v2's and the tiny BERT's): it
-  lower-cases, splits off punctuation and cuts each word into the longest pieces of its
-  vocabulary, ``##`` marking a piece that continues a word ("playing" -> ``play ##ing``). A
-  call returns a :class:`TokenBatch` (ids, attention mask, segment ids and the tokens) with
-  ``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]`` around the text. It can also learn a small
-  vocabulary from text (:meth:`WordPieceTokenizer.train`).
-- :class:`GGUFTokenizer` is SmolLM2's byte-level BPE, rebuilt from the vocabulary and the
-  merges stored in the model's GGUF file: the text's UTF-8 bytes are merged pair by pair in
-  the order the merges were learned, so any text, emoji included, has a spelling; the file's
-  chat template turns a conversation into the prompt the model was tuned on
-  (:meth:`GGUFTokenizer.chat_prompt`).
+:class:`WordPieceTokenizer` is the tokenizer of all-MiniLM-L6-v2 and of the tiny BERT: it
+lower-cases, splits off punctuation and cuts each word into the longest pieces of its
+vocabulary, ``##`` marking a piece that continues a word ("playing" -> ``play ##ing``). A
+call returns a :class:`TokenBatch` (ids, attention mask, segment ids and the tokens) with
+``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]`` around the text. It reads the vocabulary that
+ships with a model (:meth:`WordPieceTokenizer.from_file`), learns a small one from text
+(:meth:`WordPieceTokenizer.train`) and numbers a learned one in a fixed order
+(:meth:`WordPieceTokenizer.renumbered`). Its special tokens are
+:data:`~transformer_lab.data.tokenizers.BERT_SPECIALS`, the other tokenizers of the package
+are in :mod:`transformer_lab.data.tokenizers` and :mod:`transformer_lab.data.gguf_tokenizer`.
 """
 
 from __future__ import annotations
@@ -23,13 +21,10 @@ from pathlib import Path
 import torch
 
 from transformer_lab.checks import instance_of, is_int, require, token_id_list
+from transformer_lab.data.tokenizers import BERT_SPECIALS
 from transformer_lab.device import check_device
 
-__all__ = ["WordPieceTokenizer", "TokenBatch", "GGUFTokenizer", "SPECIAL_TOKENS", "CHAT_ROLES"]
-
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # BERT's special tokens
-CHAT_ROLES = ("system", "user", "assistant")  # the turns of SmolLM2's chat template
-_TURN = ("role", "content")
+__all__ = ["WordPieceTokenizer", "TokenBatch"]
 
 
 @dataclass
@@ -72,6 +67,26 @@ def _check_max_length(max_length, pair: bool) -> int:
     return int(max_length)
 
 
+def _bert_backend(tk):
+    """An untrained ``tokenizers.Tokenizer`` with BERT's WordPiece model, lower-casing
+    normalizer, pre-tokenizer and decoder."""
+    backend = tk.Tokenizer(tk.models.WordPiece(unk_token=BERT_SPECIALS.unk))
+    backend.normalizer = tk.normalizers.BertNormalizer(lowercase=True)
+    backend.pre_tokenizer = tk.pre_tokenizers.BertPreTokenizer()
+    backend.decoder = tk.decoders.WordPiece()
+    return backend
+
+
+def _add_cls_and_sep(tk, backend) -> None:
+    """Have ``backend`` put ``[CLS] A [SEP]`` and ``[CLS] A [SEP] B [SEP]`` around a text."""
+    cls, sep = BERT_SPECIALS.cls, BERT_SPECIALS.sep
+    backend.post_processor = tk.processors.TemplateProcessing(
+        single=f"{cls} $A {sep}",
+        pair=f"{cls} $A {sep} $B:1 {sep}:1",
+        special_tokens=[(cls, backend.token_to_id(cls)), (sep, backend.token_to_id(sep))],
+    )
+
+
 class WordPieceTokenizer:
     """A WordPiece tokenizer (lower-casing, punctuation splitting, ``##`` continuation
     pieces) run by the ``tokenizers`` library, adding ``[CLS] A [SEP]`` or
@@ -90,11 +105,11 @@ class WordPieceTokenizer:
         self.backend.no_padding()  # the file may ask for fixed padding; we pad per batch
         self.backend.enable_truncation(max_length)
         self.max_length = max_length
-        for tok in SPECIAL_TOKENS:
+        for tok in BERT_SPECIALS:
             if self.backend.token_to_id(tok) is None:
                 raise ValueError(f"the vocabulary has no {tok} token")
         self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
-            self.backend.token_to_id(t) for t in SPECIAL_TOKENS
+            self.backend.token_to_id(t) for t in BERT_SPECIALS
         )
         self.special_ids = (self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id)
 
@@ -117,24 +132,47 @@ class WordPieceTokenizer:
         """Learn a lower-cased WordPiece vocabulary of at most ``vocab_size`` entries (the
         five special tokens included) from ``texts``."""
         tk = require("tokenizers", "tokenizers")
-        backend = tk.Tokenizer(tk.models.WordPiece(unk_token="[UNK]"))
-        backend.normalizer = tk.normalizers.BertNormalizer(lowercase=True)
-        backend.pre_tokenizer = tk.pre_tokenizers.BertPreTokenizer()
-        backend.decoder = tk.decoders.WordPiece()
+        backend = _bert_backend(tk)
         trainer = tk.trainers.WordPieceTrainer(
             vocab_size=vocab_size,
             min_frequency=min_frequency,
-            special_tokens=list(SPECIAL_TOKENS),
+            special_tokens=list(BERT_SPECIALS),
             show_progress=False,
         )
         backend.train_from_iterator(texts, trainer)
-        cls_id, sep_id = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
-        backend.post_processor = tk.processors.TemplateProcessing(
-            single="[CLS] $A [SEP]",
-            pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-            special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
-        )
+        _add_cls_and_sep(tk, backend)
         return cls(backend, max_length)
+
+    def renumbered(self, counts: torch.Tensor) -> WordPieceTokenizer:
+        """The same vocabulary with new ids: the special tokens first (ids 0-4, in the order
+        of :data:`~transformer_lab.data.tokenizers.BERT_SPECIALS`), then the other tokens by
+        falling ``counts`` (``[vocab_size]``, indexed by the present ids), ties by spelling.
+
+        The trainer numbers tokens of equal frequency in an order that changes from run to
+        run; renumbered by their count in a text, the same vocabulary gets the same ids in
+        every run."""
+        instance_of(counts, torch.Tensor, "counts", "a tensor of one count per token")
+        if counts.shape != (self.vocab_size,) or counts.is_floating_point():
+            raise ValueError(
+                f"counts must hold one integer count per token, shape ({self.vocab_size},), "
+                f"got {counts.dtype} {tuple(counts.shape)}"
+            )
+        tk = require("tokenizers", "tokenizers")
+        vocab = self.backend.get_vocab()
+        specials = list(BERT_SPECIALS)
+        rest = sorted(
+            (t for t in vocab if t not in specials), key=lambda t: (-int(counts[vocab[t]]), t)
+        )
+        new_vocab = {t: i for i, t in enumerate(specials + rest)}
+        backend = tk.Tokenizer(tk.models.WordPiece(vocab=new_vocab, unk_token=BERT_SPECIALS.unk))
+        old = self.backend
+        backend.normalizer, backend.pre_tokenizer, backend.decoder = (
+            old.normalizer,
+            old.pre_tokenizer,
+            old.decoder,
+        )
+        _add_cls_and_sep(tk, backend)
+        return WordPieceTokenizer(backend, self.max_length)
 
     @property
     def vocab_size(self) -> int:
@@ -202,87 +240,3 @@ class WordPieceTokenizer:
             mask[row, :n] = 1
             segments[row, :n] = torch.tensor(e.type_ids)
         return TokenBatch(ids, mask, segments, [list(e.tokens) for e in encodings])
-
-
-class GGUFTokenizer:
-    """The byte-level BPE tokenizer of a GGUF file, run by ``tokenizers``.
-
-    ``encode(text) -> list[int]`` (special tokens such as ``<|im_start|>`` written in the
-    text become their ids), ``decode(ids) -> str``, ``tokens(text)`` (the pieces, with
-    ``Ġ`` for a space as byte-level BPE writes it), and :meth:`chat_prompt`.
-    """
-
-    def __init__(self, metadata: dict):
-        from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
-
-        instance_of(metadata, dict, "metadata")
-        kind = metadata.get("tokenizer.ggml.model")
-        if kind != "gpt2":
-            raise ValueError(f"only byte-level BPE ('gpt2') tokenizers are supported, got {kind!r}")
-        tokens = list(metadata["tokenizer.ggml.tokens"])
-        merges = [tuple(m.split(" ", 1)) for m in metadata["tokenizer.ggml.merges"]]
-        types = list(metadata.get("tokenizer.ggml.token_type", [1] * len(tokens)))
-        vocab = {tok: i for i, tok in enumerate(tokens)}
-        self._tok = Tokenizer(models.BPE(vocab=vocab, merges=merges))
-        self._tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        self._tok.decoder = decoders.ByteLevel()
-        control = [tokens[i] for i, kind in enumerate(types) if kind == 3]  # CONTROL tokens
-        self._tok.add_special_tokens([AddedToken(s, special=True) for s in control])
-        self.special_tokens = control
-        self.vocab_size = len(tokens)
-        self.bos_id = metadata.get("tokenizer.ggml.bos_token_id")
-        self.eos_id = metadata.get("tokenizer.ggml.eos_token_id")
-        self.pad_id = metadata.get("tokenizer.ggml.padding_token_id")
-        self.chat_template = metadata.get("tokenizer.chat_template")
-
-    def encode(self, text: str) -> list[int]:
-        instance_of(text, str, "text", "a str")
-        return self._tok.encode(text, add_special_tokens=False).ids
-
-    def tokens(self, text: str) -> list[str]:
-        instance_of(text, str, "text", "a str")
-        return self._tok.encode(text, add_special_tokens=False).tokens
-
-    def decode(self, ids: Sequence[int] | torch.Tensor, skip_special_tokens: bool = False) -> str:
-        if isinstance(ids, torch.Tensor):
-            if ids.dim() != 1 or ids.is_floating_point():
-                raise ValueError(f"ids must be a 1-d integer tensor, got {tuple(ids.shape)}")
-            ids = ids.tolist()
-        ids = list(ids) if isinstance(ids, Iterable) and not isinstance(ids, str) else None
-        if ids is None or not all(isinstance(i, int) for i in ids):
-            raise TypeError("ids must be a sequence of ints")
-        ids = token_id_list(ids, self.vocab_size)  # bools too: True would read as id 1
-        return self._tok.decode(ids, skip_special_tokens=skip_special_tokens)
-
-    def chat_prompt(self, messages: str | Sequence[dict], add_generation_prompt: bool = True):
-        """The text the model expects for a conversation, made by the file's own chat
-        template (Jinja). ``messages`` is a question (one user turn) or a list of
-        ``{"role": ..., "content": ...}`` with both strings and the role one of
-        :data:`CHAT_ROLES`, the roles SmolLM2's template was tuned on (the template itself
-        would print any role); the template adds the default system turn."""
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": messages}]
-        if not isinstance(messages, (list, tuple)):
-            raise TypeError(
-                "messages must be a str or a list of {'role', 'content'} dicts, "
-                f"got {type(messages).__name__}"
-            )
-        if not messages:
-            raise ValueError("messages is empty: give a question or at least one message")
-        for i, m in enumerate(messages):
-            if not isinstance(m, dict) or not all(isinstance(m.get(k), str) for k in _TURN):
-                raise TypeError(
-                    f"messages[{i}] must be a dict with str 'role' and 'content', got {m!r:.80}"
-                )
-            if m["role"] not in CHAT_ROLES:
-                raise ValueError(
-                    f"messages[{i}]['role'] must be one of {CHAT_ROLES}, got {m['role']!r}"
-                )
-        if not self.chat_template:
-            raise ValueError("this GGUF file has no tokenizer.chat_template")
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        return env.from_string(self.chat_template).render(
-            messages=list(messages), add_generation_prompt=add_generation_prompt
-        )
