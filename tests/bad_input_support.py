@@ -57,6 +57,8 @@ from transformer_lab.nn import scores as NN_SCORES
 from transformer_lab.pretrained import minilm as PT
 from transformer_lab.pretrained import smollm2 as GL
 from transformer_lab.pretrained import tiny_bert as PRETRAINED_TINY_BERT
+from transformer_lab.training import bert_pretraining as BP
+from transformer_lab.training import bert_reports as BR
 from transformer_lab.training import checkpoint as CK
 from transformer_lab.training import distributed as DI
 from transformer_lab.training import finetune as FT
@@ -65,10 +67,8 @@ from transformer_lab.training import loop as TRN
 from transformer_lab.training import losses as TRAINING_LOSSES
 from transformer_lab.training import progress as PRG
 from transformer_lab.training import schedules as SCH
-from transformer_lab.training import tiny_bert as TBT
 from transformer_lab.training import toy as T
 from transformer_lab.training import train_gpt as TG
-from transformer_lab.training import word_bert as WB
 from transformer_lab.viz import bertviz as BV
 from transformer_lab.viz import display as DSP
 from transformer_lab.viz import figure_text as FIGURE_TEXT
@@ -100,8 +100,8 @@ RECORDS = {
     TOP.Sentence,
     TOP.TopicTask,
     DI.DistInfo,
-    TBT.ShakespeareCorpus,
-    WB.ShakespeareWords,
+    BP.ShakespeareCorpus,
+    BP.ShakespeareWords,
 }
 
 # Predicates: any object is a fair question (answer False).

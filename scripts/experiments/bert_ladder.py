@@ -2,11 +2,11 @@
 
     .venv/bin/python scripts/experiments/bert_ladder.py --steps 30000 --device cuda
 
-trains :class:`~transformer_lab.training.tiny_bert.TinyBertRecipe` (the shipped model's
+trains :class:`~transformer_lab.training.bert_pretraining.TinyBertRecipe` (the shipped model's
 shape, batch, peak rate and warm-up) with ``--steps`` steps instead of 5,000, so its cosine
 schedule spans the longer run. Every ``--eval-every`` steps it scores the held-out play's
 blanks (the ``[MASK]`` positions that hold a word token, the measure of chapter 12's page)
-with :func:`~transformer_lab.training.word_bert.blank_fill_report`, beside the table of
+with :func:`~transformer_lab.training.bert_reports.blank_fill_report`, beside the table of
 neighbour counts on the same tokens, and saves the weights reached so far. The batches are
 drawn on the CPU from the recipe's seed, so a GPU run sees the same pairs and masks as a CPU
 run; the steps' arithmetic differs (float32 on both, different kernels).
@@ -29,10 +29,11 @@ from pathlib import Path
 
 import torch
 
+from transformer_lab.models.bert import BertForPreTraining
 from transformer_lab.pretrained import tiny_bert as PRETRAINED
-from transformer_lab.training import tiny_bert as TB
+from transformer_lab.training import bert_pretraining as TB
+from transformer_lab.training.bert_reports import NeighbourCounts, blank_fill_report
 from transformer_lab.training.run import Run
-from transformer_lab.training.word_bert import NeighbourCounts, blank_fill_report
 
 OUT = PRETRAINED.DATA_DIR / "bert_ladder"
 
@@ -99,7 +100,7 @@ def run(steps: int, eval_every: int, device: str, out: Path | None, stop_after=N
 
 
 def save(model, corpus, record: dict, out: Path) -> None:
-    half = TB.BertForPreTraining(model.config)
+    half = BertForPreTraining(model.config)
     half.load_state_dict({k: v.detach().cpu() for k, v in model.state_dict().items()})
     PRETRAINED.save_tiny_bert(half.half(), corpus.tokenizer, dict(record), out)
 

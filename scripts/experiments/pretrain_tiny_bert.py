@@ -2,15 +2,15 @@
 
     nice -n 10 .venv/bin/python scripts/experiments/pretrain_tiny_bert.py
 
-runs :class:`transformer_lab.training.tiny_bert.TinyBertRecipe` (its defaults: 4 blocks of width
-128, 5,000 steps of 32 sentence pairs, seed 0) on one CPU thread, on the training plays of
-chapter 12 (the held-out play is never seen, not even by the tokenizer), and writes
+runs :class:`transformer_lab.training.bert_pretraining.TinyBertRecipe` (its defaults: 4 blocks
+of width 128, 5,000 steps of 32 sentence pairs, seed 0) on one CPU thread, on the training
+plays of chapter 12 (the held-out play is never seen, not even by the tokenizer), and writes
 ``transformer_lab/assets/tiny_bert.safetensors``, ``tiny_bert_tokenizer.json`` and
 ``tiny_bert.json``. The JSON holds the recipe, the held-out numbers of
-:func:`transformer_lab.training.tiny_bert.masked_lm_report`, the held-out word accuracy every 500
-steps, the wall and processor time, and the losses and held-out numbers after the first
-``--prefix`` steps, which ``tests/training/test_tiny_bert.py`` repeats in seconds. About 12 minutes
-of processor time on one thread of a 2-core machine (the JSON records the time it took).
+:func:`transformer_lab.training.bert_reports.masked_lm_report`, the held-out word accuracy every
+500 steps, the wall and processor time, and the losses and held-out numbers after the first
+``--prefix`` steps, which ``tests/training/test_tiny_bert.py`` repeats in seconds. About 12
+minutes of processor time on one thread of a 2-core machine (the JSON records the time it took).
 
 ``--steps`` and ``--out`` make a shorter run elsewhere (for trying the script out); the
 shipped files come from the defaults.
@@ -28,7 +28,8 @@ from pathlib import Path
 import torch
 
 from transformer_lab.pretrained import tiny_bert as PRETRAINED_TINY_BERT
-from transformer_lab.training import tiny_bert as TB
+from transformer_lab.training import bert_pretraining as TB
+from transformer_lab.training.bert_reports import masked_lm_report
 from transformer_lab.training.run import Run
 
 PREFIX_STEPS = 40  # steps repeated by the quick test
@@ -57,14 +58,14 @@ def main(argv: list[str] | None = None) -> dict:
     prefix = {
         "steps": prefix_steps,
         "losses": prefix_run.losses,
-        "held_out": TB.masked_lm_report(prefix_model, val, corpus),
+        "held_out": masked_lm_report(prefix_model, val, corpus),
     }
     print(f"first {prefix_steps} steps: {prefix['held_out']}", flush=True)
 
     wall, cpu = time.perf_counter(), time.process_time()
     model, run = TB.pretrain_tiny_bert(recipe, Run(progress=True, eval_every=args.eval_every))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    held_out = TB.masked_lm_report(model, val, corpus)
+    held_out = masked_lm_report(model, val, corpus)
     print(f"{run.steps} steps in {wall:.0f} s wall, {cpu:.0f} s processor: {held_out}", flush=True)
 
     every = 50

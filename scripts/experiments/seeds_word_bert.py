@@ -1,13 +1,14 @@
 """Chapter 12's live pretraining run over several random starts, against its baselines.
 
-For each seed, :func:`transformer_lab.training.word_bert.pretrain_word_bert` runs the
-chapter's recipe (:class:`~transformer_lab.training.word_bert.WordBertRecipe` with that seed:
-2 blocks of width 128, initial weights at 0.05, 800 steps of 80 pairs of 8-word spans, 40% of
-the words hidden, one CPU thread), and :func:`~transformer_lab.training.word_bert.word_mlm_report`
-measures it on the hidden words of the held-out play (2,000 pairs, 15% of the words hidden,
-every one shown as [MASK], the same batch for every seed) beside always answering the most
-frequent word and the neighbour-count guesser. One markdown row per seed, then the smallest
-gaps; ``--init-std 0.02`` runs the same with BERT's initial weights::
+For each seed, :func:`transformer_lab.training.bert_pretraining.pretrain_word_bert` runs the
+chapter's recipe (:class:`~transformer_lab.training.bert_pretraining.WordBertRecipe` with that
+seed: 2 blocks of width 128, initial weights at 0.05, 800 steps of 80 pairs of 8-word spans,
+40% of the words hidden, one CPU thread), and
+:func:`~transformer_lab.training.bert_reports.word_mlm_report` measures it on the hidden words
+of the held-out play (2,000 pairs, 15% of the words hidden, every one shown as [MASK], the
+same batch for every seed) beside always answering the most frequent word and the
+neighbour-count guesser. One markdown row per seed, then the smallest gaps; ``--init-std
+0.02`` runs the same with BERT's initial weights::
 
     .venv/bin/python scripts/experiments/seeds_word_bert.py              # seeds 0-4
     .venv/bin/python scripts/experiments/seeds_word_bert.py --seeds 0 7
@@ -23,7 +24,8 @@ import argparse
 import dataclasses
 import sys
 
-from transformer_lab.training import word_bert as WB
+from transformer_lab.training import bert_pretraining as WB
+from transformer_lab.training.bert_reports import word_mlm_report
 
 # seed -> (model accuracy, always the most frequent word, neighbour counts, next sentence),
 # as printed by this script on one thread of a 2-core x86 machine
@@ -43,7 +45,7 @@ def row(seed: int, init_std: float | None = None) -> tuple[float, float, float, 
         recipe = dataclasses.replace(recipe, init_std=init_std)
     model, _ = WB.pretrain_word_bert(recipe)
     words = WB.shakespeare_words()
-    r = WB.word_mlm_report(model, WB.held_out_words(words), words)
+    r = word_mlm_report(model, WB.held_out_words(words), words)
     return r["accuracy"], r["frequent_accuracy"], r["neighbour_accuracy"], r["nsp_accuracy"]
 
 

@@ -13,9 +13,9 @@ import pytest
 from script_loader import load_script
 
 from transformer_lab.pretrained.tiny_bert import DATA_DIR, load_tiny_bert, tiny_bert_info
-from transformer_lab.training import tiny_bert as TB
+from transformer_lab.training import bert_pretraining as TB
+from transformer_lab.training.bert_reports import blank_fill_report
 from transformer_lab.training.run import Run
-from transformer_lab.training.word_bert import blank_fill_report
 
 LADDER = DATA_DIR / "bert_ladder"
 

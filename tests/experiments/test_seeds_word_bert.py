@@ -53,10 +53,11 @@ def test_markdown_row():
 def test_the_baselines_of_the_rows_are_re_derived():
     """The short form of the row below: the two baselines, which do not train (the same in
     every row), re-derived exactly; the model's columns need the full 800 steps."""
-    from transformer_lab.training import word_bert as WB
+    from transformer_lab.training.bert_pretraining import held_out_words, shakespeare_words
+    from transformer_lab.training.bert_reports import word_mlm_report
 
-    words = WB.shakespeare_words()
-    report = WB.word_mlm_report(None, WB.held_out_words(words), words)
+    words = shakespeare_words()
+    report = word_mlm_report(None, held_out_words(words), words)
     for seed, row in _script().RECORDED.items():
         got = (report["frequent_accuracy"], report["neighbour_accuracy"])
         assert got == pytest.approx(row[1:3], abs=1e-3), (seed, got, row)

@@ -4,13 +4,14 @@ Each case: a callable, a call that must fail, the error type and a fragment of t
 message (run by ``tests/test_bad_inputs.py``)."""
 
 from bad_input_support import (  # noqa: F401
+    BP,
+    BR,
     CK,
     DI,
     FT,
     MODELS_TOY,
     PRG,
     SCH,
-    TBT,
     TG,
     TRAINING_GPT,
     TRAINING_LOSSES,
@@ -321,57 +322,57 @@ case(
 )
 
 # the shipped tiny BERT (chapter 12)
-case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(d_model=130), ValueError, "d_model=130")
+case(BP.TinyBertRecipe, lambda: BP.TinyBertRecipe(d_model=130), ValueError, "d_model=130")
 
 case(
-    TBT.TinyBertRecipe,
-    lambda: TBT.TinyBertRecipe(steps=0),
+    BP.TinyBertRecipe,
+    lambda: BP.TinyBertRecipe(steps=0),
     ValueError,
     "steps must be a positive int, got 0",
 )
-case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(steps=100), ValueError,
+case(BP.TinyBertRecipe, lambda: BP.TinyBertRecipe(steps=100), ValueError,
      "warmup=200 is longer than steps=100")  # fmt: skip
 
-case(TBT.TinyBertRecipe, lambda: TBT.TinyBertRecipe(batch=2.5), TypeError, "batch must be an int")
+case(BP.TinyBertRecipe, lambda: BP.TinyBertRecipe(batch=2.5), TypeError, "batch must be an int")
 
 case(
-    TBT.shakespeare_corpus,
-    lambda: TBT.shakespeare_corpus(5),
+    BP.shakespeare_corpus,
+    lambda: BP.shakespeare_corpus(5),
     ValueError,
     "vocab_size must be an int >= 100, got 5",
 )
 
 case(
-    TBT.held_out_batch,
-    lambda: TBT.held_out_batch(None),
+    BP.held_out_batch,
+    lambda: BP.held_out_batch(None),
     TypeError,
     "corpus must be a ShakespeareCorpus, got NoneType",
 )
 
 case(
-    TBT.word_tokens,
-    lambda: TBT.word_tokens("abc"),
+    BP.word_tokens,
+    lambda: BP.word_tokens("abc"),
     TypeError,
     "tokenizer must be a WordPieceTokenizer, got str",
 )
 
 case(
-    TBT.masked_lm_report,
-    lambda: TBT.masked_lm_report(bert().bert, None, None),
+    BR.masked_lm_report,
+    lambda: BR.masked_lm_report(bert().bert, None, None),
     TypeError,
     "model must be a BertForPreTraining, got BertModel",
 )
 
 case(
-    TBT.pretrain_tiny_bert,
-    lambda: TBT.pretrain_tiny_bert(run=Run(steps=0)),
+    BP.pretrain_tiny_bert,
+    lambda: BP.pretrain_tiny_bert(run=Run(steps=0)),
     ValueError,
     "run.steps must be in [1, 5000] (the recipe's schedule), got 0",
 )
 
 case(
-    TBT.pretrain_tiny_bert,
-    lambda: TBT.pretrain_tiny_bert({"steps": 5}),
+    BP.pretrain_tiny_bert,
+    lambda: BP.pretrain_tiny_bert({"steps": 5}),
     TypeError,
     "recipe must be a TinyBertRecipe, got dict",
 )
@@ -686,45 +687,44 @@ case(
 # chapter 12's live run on whole words
 from transformer_lab.data.mlm import word_spans  # noqa: E402
 from transformer_lab.data.tokenizers import WordVocabulary  # noqa: E402
-from transformer_lab.training import word_bert as WB  # noqa: E402
 
 
-def _few_words() -> WB.ShakespeareWords:
+def _few_words() -> BP.ShakespeareWords:
     """Two tiny plays of three-word spans, a vocabulary of their words."""
     lines = ["the cat sat on the mat and the dog ran off", "a bird sang in the tree all day"]
     vocab = WordVocabulary.from_texts(lines, 30)
     train, val = word_spans([lines[:1]], vocab, 3), word_spans([lines[1:]], vocab, 3)
-    return WB.ShakespeareWords(vocab, 3, train, val, "tree", torch.ones(30), 1.0)
+    return BP.ShakespeareWords(vocab, 3, train, val, "tree", torch.ones(30), 1.0)
 
 
 for target, thunk, error, fragment in [
-    (WB.held_out_words, lambda: WB.held_out_words(_few_words(), mask_prob=0), ValueError,
+    (BP.held_out_words, lambda: BP.held_out_words(_few_words(), mask_prob=0), ValueError,
      "mask_prob must be in (0, 1), got 0: the test needs hidden words to score (0 hides none"),
-    (WB.held_out_words, lambda: WB.held_out_words(_few_words(), n_pairs=2, mask_prob=1e-9),
+    (BP.held_out_words, lambda: BP.held_out_words(_few_words(), n_pairs=2, mask_prob=1e-9),
      ValueError, "mask_prob=1e-09 hid no word in 2 pairs: the test needs hidden words to score"),
-    (WB.held_out_words, lambda: WB.held_out_words(_few_words(), mask_prob=True), TypeError,
+    (BP.held_out_words, lambda: BP.held_out_words(_few_words(), mask_prob=True), TypeError,
      "mask_prob must be a number, got bool"),
-    (WB.shakespeare_words, lambda: WB.shakespeare_words(span=0), ValueError,
+    (BP.shakespeare_words, lambda: BP.shakespeare_words(span=0), ValueError,
      "span must be a positive int, got 0"),
-    (WB.held_out_words, lambda: WB.held_out_words("plays"), TypeError,
+    (BP.held_out_words, lambda: BP.held_out_words("plays"), TypeError,
      "words must be a ShakespeareWords, got str"),
-    (WB.NeighbourCounts, lambda: WB.NeighbourCounts([[1, 9]], 5, [0]), ValueError,
+    (BR.NeighbourCounts, lambda: BR.NeighbourCounts([[1, 9]], 5, [0]), ValueError,
      "token ids must lie in [0, 5)"),
-    (WB.NeighbourCounts, lambda: WB.NeighbourCounts([[1]], 5, [0]), ValueError,
+    (BR.NeighbourCounts, lambda: BR.NeighbourCounts([[1]], 5, [0]), ValueError,
      "sequences must hold at least one pair of neighbours"),
-    (WB.word_mlm_report, lambda: WB.word_mlm_report(None, None, None), TypeError,
+    (BR.word_mlm_report, lambda: BR.word_mlm_report(None, None, None), TypeError,
      "batch must be a PretrainingBatch, got NoneType"),
-    (WB.blank_fill_report, lambda: WB.blank_fill_report(None, None, None), TypeError,
+    (BR.blank_fill_report, lambda: BR.blank_fill_report(None, None, None), TypeError,
      "batch must be a PretrainingBatch, got NoneType"),
-    (WB.WordBertRecipe, lambda: WB.WordBertRecipe(steps=10, warmup=20), ValueError,
+    (BP.WordBertRecipe, lambda: BP.WordBertRecipe(steps=10, warmup=20), ValueError,
      "warmup=20 is longer than steps=10"),
-    (WB.WordBertRecipe, lambda: WB.WordBertRecipe(mask_prob=1.0), ValueError,
+    (BP.WordBertRecipe, lambda: BP.WordBertRecipe(mask_prob=1.0), ValueError,
      "mask_prob must be below 1, got 1.0"),
-    (WB.WordBertRecipe, lambda: WB.WordBertRecipe(vocab_size=5), ValueError,
+    (BP.WordBertRecipe, lambda: BP.WordBertRecipe(vocab_size=5), ValueError,
      "vocab_size must be above the 5 special tokens"),
-    (WB.WordBertRecipe, lambda: WB.WordBertRecipe(d_model=100, n_heads=3), ValueError,
+    (BP.WordBertRecipe, lambda: BP.WordBertRecipe(d_model=100, n_heads=3), ValueError,
      "d_model=100 must be divisible by n_heads=3"),
-    (WB.pretrain_word_bert, lambda: WB.pretrain_word_bert({"steps": 5}), TypeError,
+    (BP.pretrain_word_bert, lambda: BP.pretrain_word_bert({"steps": 5}), TypeError,
      "recipe must be a WordBertRecipe, got dict"),
 ]:  # fmt: skip
     case(target, thunk, error, fragment)

@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from transformer_lab.training.bert_pretraining import TinyBertRecipe
 from transformer_lab.training.gpt import PRESETS, TrainRecipe, lr_factor
 from transformer_lab.training.schedules import (
     transformer_peak_lr,
@@ -16,7 +17,6 @@ from transformer_lab.training.schedules import (
     warmup_inverse_sqrt,
     warmup_linear,
 )
-from transformer_lab.training.tiny_bert import TinyBertRecipe
 
 
 def gpt_factor_as_written(step: int, recipe: TrainRecipe) -> float:

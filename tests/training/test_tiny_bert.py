@@ -27,7 +27,8 @@ from transformer_lab.data import shakespeare
 from transformer_lab.data.wordpiece import WordPieceTokenizer
 from transformer_lab.models.bert import BertForPreTraining
 from transformer_lab.pretrained import tiny_bert as TB_FILES
-from transformer_lab.training import tiny_bert as TB
+from transformer_lab.training import bert_pretraining as TB
+from transformer_lab.training.bert_reports import masked_lm_report
 from transformer_lab.training.run import Run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +95,7 @@ def test_the_held_out_play_is_not_in_the_training_text(info, corpus):
 
 def test_shipped_weights_give_the_stored_held_out_numbers(info, corpus):
     model, _ = TB_FILES.load_tiny_bert()
-    report = TB.masked_lm_report(model, TB.held_out_batch(corpus), corpus)
+    report = masked_lm_report(model, TB.held_out_batch(corpus), corpus)
     _close_reports(report, info["held_out"], atol=1e-4)
 
 
@@ -133,7 +134,7 @@ def test_the_first_steps_repeat_the_shipped_run(info, corpus):
         torch.tensor(run.losses), torch.tensor(prefix["losses"]), rtol=1e-4, atol=1e-4
     )
     assert run.losses[-1] < run.losses[0] - 0.2, "the loss falls in the first steps"
-    report = TB.masked_lm_report(model, TB.held_out_batch(corpus), corpus)
+    report = masked_lm_report(model, TB.held_out_batch(corpus), corpus)
     _close_reports(report, prefix["held_out"], atol=1e-3)
 
 

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from transformer_lab.data.mlm import IGNORE_INDEX
-from transformer_lab.training import word_bert as WB
+from transformer_lab.training import bert_pretraining as WB
+from transformer_lab.training.bert_reports import NeighbourCounts, word_mlm_report
 from transformer_lab.training.run import Run
 
 
@@ -42,7 +43,7 @@ def test_held_out_batch_hides_words_never_unk_and_shows_every_one_as_mask(words)
 
 def test_neighbour_counts_on_a_toy_text():
     # 5 special ids, then words 5..8; "5 6 7" is frequent, "5 8 7" rare
-    guesser = WB.NeighbourCounts([[5, 6, 7]] * 9 + [[5, 8, 7], [8, 8]], 9, range(5))
+    guesser = NeighbourCounts([[5, 6, 7]] * 9 + [[5, 8, 7], [8, 8]], 9, range(5))
     ids = torch.tensor([[2, 5, 4, 7, 3], [2, 4, 4, 8, 3]])  # [MASK] = 4
     labels = torch.full_like(ids, IGNORE_INDEX)
     labels[0, 2] = 6
@@ -58,7 +59,7 @@ def test_neighbour_counts_on_a_toy_text():
 
 
 def test_report_without_a_model_gives_the_baselines(words):
-    report = WB.word_mlm_report(None, WB.held_out_words(words), words)
+    report = word_mlm_report(None, WB.held_out_words(words), words)
     assert set(report) == {"frequent_accuracy", "neighbour_accuracy", "n_hidden"}
     assert 0.025 < report["frequent_accuracy"] < 0.035 and report["n_hidden"] > 4000
     assert 0.12 < report["neighbour_accuracy"] < 0.14, report
@@ -79,7 +80,7 @@ def test_a_few_steps_of_the_recipe_are_deterministic_and_learn(words):
     _, again = WB.pretrain_word_bert(recipe)
     assert run.losses == again.losses
     assert sum(run.losses[-5:]) < sum(run.losses[:5]) - 5 * 0.5, run.losses
-    report = WB.word_mlm_report(model, WB.held_out_words(words), words)
+    report = word_mlm_report(model, WB.held_out_words(words), words)
     assert report["accuracy"] == pytest.approx(run.evals[-1][1])
     assert 0.0 <= report["nsp_accuracy"] <= 1.0
     assert model.config.max_pos == 19 and model.config.init_std == 0.05 and not model.training

@@ -1,4 +1,4 @@
-"""The tiny BERT the book ships: pretrained on Shakespeare by ``training.tiny_bert``,
+"""The tiny BERT the book ships: pretrained on Shakespeare by ``training.bert_pretraining``,
 saved in ``assets/`` and loaded here.
 
 :func:`save_tiny_bert` writes the weights, the tokenizer and the JSON together: all three
