@@ -41,12 +41,14 @@ positions, the prompt included, are filled. transcribe goes from audio to text.
 The code is in four parts, each re-exported here: whisper_audio (the front end:
 SAMPLE_RATE and the other sizes, mel_filters, log_mel), whisper_model (WhisperConfig,
 WhisperGeneration, whisper_sinusoids, the encoder, the decoder and Whisper), whisper_files
-(whisper_dir, WhisperTokenizer and the loading from CTranslate2's files, whisper_tiny_en)
-and whisper_decoding (greedy_transcribe, transcribe and their results).
+(whisper_dir and the loading from CTranslate2's files, whisper_tiny_en)
+and whisper_decoding (greedy_transcribe, transcribe and their results); WhisperTokenizer
+lives with the package's other tokenizers, in data.whisper_tokenizer.
 """
 
 from __future__ import annotations
 
+from transformer_lab.data.whisper_tokenizer import WhisperTokenizer
 from transformer_lab.pretrained.whisper_audio import CHUNK_SECONDS as CHUNK_SECONDS
 from transformer_lab.pretrained.whisper_audio import HOP_LENGTH as HOP_LENGTH
 from transformer_lab.pretrained.whisper_audio import N_FFT as N_FFT
@@ -66,7 +68,6 @@ from transformer_lab.pretrained.whisper_decoding import (
 from transformer_lab.pretrained.whisper_files import INSTALL as INSTALL
 from transformer_lab.pretrained.whisper_files import WHISPER_PACKAGE as WHISPER_PACKAGE
 from transformer_lab.pretrained.whisper_files import (
-    WhisperTokenizer,
     config_from_ctranslate2,
     whisper_dir,
     whisper_from_ctranslate2,

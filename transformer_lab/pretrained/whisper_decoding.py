@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import torch
 
 from transformer_lab.checks import floating_tensor, instance_of, integer
+from transformer_lab.data.whisper_tokenizer import WhisperTokenizer
 from transformer_lab.pretrained.whisper_audio import log_mel
-from transformer_lab.pretrained.whisper_files import WhisperTokenizer
 from transformer_lab.pretrained.whisper_model import Whisper
 
 __all__ = ["GreedyResult", "Transcript", "greedy_transcribe", "transcribe"]
