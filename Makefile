@@ -11,6 +11,7 @@ STAMP := $(VENV)/.installed
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_ARGS ?=
 UNIT_WORKERS ?= 2
+CHAPTER_WORKERS ?= 2
 LINT_PATHS := transformer_lab tests tests_browser scripts conftest.py
 
 .PHONY: setup sync lab test unit lint format chapters book browser bench clean
@@ -47,11 +48,13 @@ sync: setup
 	$(BIN)/python scripts/site/sync_notebooks.py
 
 # every chapter under nbval, with a table of per-chapter times (conftest.py); the executed
-# chapters are stored in the site's jupyter-cache so that `make book` does not run them again
+# chapters are stored in the site's jupyter-cache so that `make book` does not run them again.
+# Two chapters run at once (pytest-xdist; each chapter's cells stay in order on one worker,
+# in the order of _toc.yml); CHAPTER_WORKERS=0 runs them one after another
 chapters: sync
 	@chapters="$$($(BIN)/python scripts/site/sync_notebooks.py --list-ipynb)"; \
 	if [ -z "$$chapters" ]; then echo "no chapters listed in _toc.yml"; exit 0; fi; \
-	$(BIN)/python -m pytest --nbval-lax -p no:randomly -q $$chapters
+	$(BIN)/python -m pytest --nbval-lax -p no:randomly -q -n $(CHAPTER_WORKERS) --dist loadfile $$chapters
 
 # the static site in _build/html (offline; -W: any warning or failing cell fails the build)
 book: setup
