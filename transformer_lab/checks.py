@@ -233,8 +233,8 @@ def check_token_range(ids: torch.Tensor, d_vocab: int, name: str = "token ids") 
     ids would silently index from the end of ``W_E``)."""
     if token_ids(ids, name).numel() == 0:
         return
-    low, high = torch.aminmax(ids)
-    low, high = int(low), int(high)
+    low_high = torch.aminmax(ids)
+    low, high = int(low_high.min), int(low_high.max)
     if low < 0 or high >= d_vocab:
         raise ValueError(f"{name} must be in [0, {d_vocab}), got values from {low} to {high}")
 

@@ -28,7 +28,7 @@ class Hook(nn.Module):
     """An identity module that stores what passes through it while a capture is active,
     and passes on ``edit(x)`` instead of ``x`` while an intervention is."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.name: str | None = None
         self._store: dict[str, torch.Tensor] | None = None
@@ -50,6 +50,7 @@ class Hook(nn.Module):
                 )
             x = edited
         if self._store is not None:
+            assert self.name is not None  # capture sets the name with the store
             self._store[self.name] = x.detach()
         return x
 

@@ -303,7 +303,7 @@ def grouped_query_attention(
             f"q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} do not fit together"
         )
     empty = None if mask is None else _empty_rows(mask)
-    if empty is not None:
+    if mask is not None and empty is not None:
         mask = mask | empty  # such rows attend to everything, then are zeroed
     z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=n_kv != n_heads)
     return (z if empty is None else z.masked_fill(empty, 0.0)), None

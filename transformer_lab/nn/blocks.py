@@ -34,6 +34,12 @@ def check_memory(memory) -> None:
 
 
 class _Block(nn.Module):
+    resid_pre: Hook
+    attn_out: Hook
+    resid_mid: Hook
+    mlp_out: Hook
+    resid_post: Hook
+
     def __init__(self, d_model, n_heads, d_mlp, dropout, norm_first, activation, eps):
         super().__init__()
         self.norm_first = norm_first

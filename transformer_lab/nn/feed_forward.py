@@ -3,6 +3,8 @@ the gated SwiGLU of today's decoders (Shazeer, 2020)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -11,7 +13,11 @@ from transformer_lab.checks import instance_of, integer, layer_input, one_of, we
 from transformer_lab.hooks import Hook
 from transformer_lab.nn.functional import affine
 
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh")}
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+}
 
 __all__ = ["ACTIVATIONS", "FeedForward", "SwiGLU"]
 

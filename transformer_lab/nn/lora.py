@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import cast
 
 import torch
 from torch import nn
@@ -128,7 +129,8 @@ def add_lora(
     for name in names:
         owner, attr = _owner(module, name)
         W = getattr(owner, attr)
-        lora = LoRA(*W.shape, rank, alpha, dtype=W.dtype)
+        d_in, d_out = W.shape
+        lora = LoRA(d_in, d_out, rank, alpha, dtype=W.dtype)
         with torch.no_grad():  # the A of every matrix from one seeded stream, on the CPU
             bound = 1 / math.sqrt(W.shape[0])
             lora.A.copy_(torch.rand(lora.A.shape, generator=gen, dtype=W.dtype) * 2 * bound - bound)
@@ -157,7 +159,8 @@ def _adapters(module: nn.Module) -> list[tuple[nn.Parameter, LoRA]]:
     pairs = []
     for name, lora in lora_modules(module):
         owner, attr = _owner(module, name)
-        pairs.append((owner.parametrizations[attr].original, lora))
+        plists = cast(nn.ModuleDict, owner.parametrizations)  # set by register_parametrization
+        pairs.append((cast(nn.Parameter, plists[attr].original), lora))
     if not pairs:
         raise ValueError("module has no LoRA adapters: add_lora(module, targets) first")
     return pairs

@@ -26,6 +26,13 @@ class MultiHeadAttention(nn.Module):
     (heads concatenated) and ``out``.
     """
 
+    q: Hook
+    k: Hook
+    v: Hook
+    pattern: Hook
+    z: Hook
+    out: Hook
+
     def __init__(
         self,
         d_model: int,
@@ -173,6 +180,7 @@ class MultiHeadAttention(nn.Module):
             ours.W_O.copy_(m.out_proj.weight.T)
             if m.in_proj_bias is not None:
                 b_q, b_k, b_v = m.in_proj_bias.split(d)
+                assert ours.b_Q is not None and ours.b_K is not None and ours.b_V is not None
                 ours.b_Q.copy_(b_q)
                 ours.b_K.copy_(b_k)
                 ours.b_V.copy_(b_v)

@@ -69,8 +69,8 @@ def rms_norm(x: torch.Tensor, gain: torch.Tensor, eps: float = 1e-5) -> torch.Te
         got = x.dtype if isinstance(x, torch.Tensor) else type(x).__name__
         raise TypeError(f"rms_norm expects a floating-point tensor x, got {got}")
     if not isinstance(gain, torch.Tensor) or gain.dim() != 1:
-        got = tuple(gain.shape) if isinstance(gain, torch.Tensor) else type(gain).__name__
-        raise TypeError(f"gain must be a 1-d tensor [d_model], got {got}")
+        shape = tuple(gain.shape) if isinstance(gain, torch.Tensor) else type(gain).__name__
+        raise TypeError(f"gain must be a 1-d tensor [d_model], got {shape}")
     if x.dim() == 0 or x.shape[-1] != gain.shape[0]:
         raise ValueError(
             f"x has {x.shape[-1] if x.dim() else 0} features but gain has {gain.shape[0]}"

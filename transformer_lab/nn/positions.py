@@ -43,6 +43,8 @@ def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -
 class SinusoidalPositions(nn.Module):
     """Adds the fixed sinusoidal encoding to ``x [batch, pos, d_model]``."""
 
+    W_pos: torch.Tensor  # a buffer
+
     def __init__(self, max_pos: int, d_model: int):
         super().__init__()
         self.register_buffer("W_pos", sinusoidal_encoding(max_pos, d_model), persistent=False)
