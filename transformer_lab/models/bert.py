@@ -109,7 +109,7 @@ class BertEmbeddings(nn.Module):
 class BertBlock(EncoderBlock):
     """The post-LN encoder block, which can also hand back its attention weights."""
 
-    def forward(
+    def forward(  # type: ignore[override]  # by design: also the attention weights
         self, x: torch.Tensor, mask: torch.Tensor | None = None, return_weights: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         self._want_weights, self._weights = return_weights, None

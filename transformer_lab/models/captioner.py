@@ -107,6 +107,8 @@ class Captioner(RecurrentDecoder):
     """Encoder and decoder; ``model(images, tgt_in)`` returns logits ``[batch, tgt_pos,
     d_vocab]`` under teacher forcing (``tgt_in`` starts with ``<bos>``)."""
 
+    config: CaptionerConfig
+
     def __init__(self, cfg: CaptionerConfig):
         super().__init__()
         self.config = instance_of(cfg, CaptionerConfig, "cfg")
@@ -152,6 +154,7 @@ class Captioner(RecurrentDecoder):
         out, state = self.decoder(self.W_E(prev).unsqueeze(1), state)
         s = out[:, 0]  # [batch, d_model]
         if self.config.attention:
+            assert self.score is not None  # made with attention
             context, weights = attend(self.score, s, cells)  # [batch, d_model], [batch, cells]
         else:
             weights = torch.full(cells.shape[:2], 1.0 / cells.shape[1], device=cells.device)

@@ -23,7 +23,9 @@ is how the tests check it offline.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 from torch import nn
@@ -115,7 +117,7 @@ def init_blocks(blocks: nn.ModuleList, std: float) -> None:
     instance_of(blocks, nn.ModuleList, "blocks", "an nn.ModuleList of blocks")
     finite_number(std, "std", above=0)
     with torch.no_grad():
-        for block in blocks:
+        for block in cast(Iterable[EncoderBlock], blocks):
             a, m = block.attn, block.mlp
             for w in (a.W_Q, a.W_K, a.W_V, m.W_1):
                 nn.init.normal_(w, std=std)
@@ -129,6 +131,8 @@ def init_blocks(blocks: nn.ModuleList, std: float) -> None:
 class GPT(nn.Module):
     """The GPT language model: ``model(idx)`` maps token ids ``[batch, pos]`` to next-token
     logits ``[batch, pos, d_vocab]``; position ``t`` sees tokens ``0..t`` only."""
+
+    mask: torch.Tensor  # a buffer: the causal mask [n_ctx, n_ctx]
 
     def __init__(self, config: GPTConfig):
         super().__init__()
@@ -190,7 +194,7 @@ class GPT(nn.Module):
         x = self.drop(self.pos(self.W_E[idx], offset=offset))  # [batch, pos, d_model]
         # the causal mask's rows of the new positions [pos, key_pos]; one token sees every key
         mask = None if pos == 1 else self.mask[offset : offset + pos, : offset + pos]
-        for layer, block in enumerate(self.blocks):
+        for layer, block in enumerate(cast(Iterable[GPTBlock], self.blocks)):
             if kv_cache is None:
                 x = block(x, mask)
             else:
@@ -217,6 +221,7 @@ class GPT(nn.Module):
         if (
             not isinstance(hf_model, nn.Module)
             or not all(hasattr(transformer, name) for name in ("wte", "wpe", "h", "ln_f"))
+            or hf_config is None
             or getattr(hf_config, "model_type", None) != "gpt2"
         ):
             raise TypeError(
@@ -249,8 +254,9 @@ class GPT(nn.Module):
             ours.W_E.copy_(transformer.wte.weight)
             ours.pos.W_pos.copy_(transformer.wpe.weight)
             if not tied:
+                assert ours.W_U is not None and head is not None  # made untied, read from head
                 ours.W_U.copy_(head.weight.T)
-            for block, h in zip(ours.blocks, transformer.h, strict=True):
+            for block, h in zip(cast(Iterable[GPTBlock], ours.blocks), transformer.h, strict=True):
                 _copy_ln(block.ln1, h.ln_1)
                 _copy_ln(block.ln2, h.ln_2)
                 w_q, w_k, w_v = h.attn.c_attn.weight.split(d, dim=1)  # each [d_model, d_model]

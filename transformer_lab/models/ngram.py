@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from numbers import Real
+from typing import cast
 
 import numpy as np
 import torch
@@ -60,6 +61,7 @@ __all__ = ["NGramLM", "select_ngram"]
 
 _MIN_DISCOUNT = 0.1  # estimated discounts are clipped into [0.1, c - 0.1]
 _CHUNK = 1 << 16  # positions scored at once: bounds the memory of the look-ups
+_Table = tuple[np.ndarray, np.ndarray]  # one level's sorted k-gram codes and their counts
 
 
 def _check_order(order, d_vocab: int, name: str = "order") -> int:
@@ -70,7 +72,9 @@ def _check_order(order, d_vocab: int, name: str = "order") -> int:
 
 def _check_discount(discount, name: str = "discount") -> float | None:
     ok = discount is None or (
-        isinstance(discount, Real) and not isinstance(discount, bool) and 0 < discount < 1
+        isinstance(discount, Real)
+        and not isinstance(discount, bool)
+        and 0 < cast(float, discount) < 1
     )
     if not ok:
         raise ValueError(f"{name} must be None (estimated) or a number in (0, 1), got {discount!r}")
@@ -104,7 +108,9 @@ def _codes(x: np.ndarray, k: int, d_vocab: int) -> np.ndarray:
     return code
 
 
-def _count_tables(x: np.ndarray, order: int, d_vocab: int) -> tuple[dict, dict]:
+def _count_tables(
+    x: np.ndarray, order: int, d_vocab: int
+) -> tuple[dict[int, _Table], dict[int, _Table]]:
     """``(raw, continuation)``: for each level k, the distinct k-grams of ``x`` (sorted codes)
     with how often each occurs (``raw``, k = 1 .. order) and with how many distinct tokens come
     right before it (``continuation``, k = 1 .. order - 1). One sort of the longest n-grams;
@@ -112,7 +118,7 @@ def _count_tables(x: np.ndarray, order: int, d_vocab: int) -> tuple[dict, dict]:
     of the distinct (k + 1)-grams, and the k-gram that ends ``x``), then sorted by suffix."""
     codes = np.sort(_codes(x, order, d_vocab))
     starts, sizes = _runs(codes)
-    raw = {order: (codes[starts], sizes)}
+    raw: dict[int, _Table] = {order: (codes[starts], sizes)}
     for k in range(order - 1, 0, -1):
         above, above_counts = raw[k + 1]
         prefixes = above // d_vocab  # sorted, as the codes above are
@@ -125,7 +131,7 @@ def _count_tables(x: np.ndarray, order: int, d_vocab: int) -> tuple[dict, dict]:
         else:
             grams, counts = np.insert(grams, at, last), np.insert(counts, at, 1)
         raw[k] = (grams, counts)
-    continuation = {}
+    continuation: dict[int, _Table] = {}
     for k in range(1, order):
         suffixes = np.sort(raw[k + 1][0] % d_vocab**k)  # one per distinct (k + 1)-gram
         starts, sizes = _runs(suffixes)
@@ -302,7 +308,7 @@ def select_ngram(
         for d in discounts:
             model = NGramLM(order, d_vocab, d)._use(below[: order - 1] + [top])
             scores[(order, d)] = float(-np.log(model._probabilities(found, len(t))).mean())
-    return scores, min(scores, key=scores.get)
+    return scores, min(scores, key=scores.__getitem__)
 
 
 def _non_empty(values, name: str) -> list:

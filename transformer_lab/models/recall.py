@@ -63,6 +63,8 @@ class RecallLM(nn.Module):
     """``model(keys, values)`` -> logits over the values ``[batch, pos, n_values]``;
     position ``t`` sees positions ``0..t`` only, whatever the body."""
 
+    mask: torch.Tensor  # a buffer of the GPT body: the causal mask [n_ctx, n_ctx]
+
     def __init__(self, config: RecallConfig):
         super().__init__()
         if not isinstance(config, RecallConfig):

@@ -36,6 +36,7 @@ shares this module's read-out, batched scores and greedy loop: both subclass
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -97,12 +98,28 @@ class Memory:
     mask: torch.Tensor  # True at real source tokens [batch, src_pos]
 
 
+class _DecoderConfig(Protocol):
+    """What the greedy loop reads of a recurrent decoder's config."""
+
+    @property
+    def bos_id(self) -> int: ...
+    @property
+    def eos_id(self) -> int: ...
+    @property
+    def pad_id(self) -> int: ...
+
+
 class RecurrentDecoder(nn.Module):
     """What the recurrent decoders with attention share (:class:`Seq2Seq` and the
     captioner): the read-out ``logits = W_U tanh(W_c [a; s])``, the scores of all steps at
     once, the check of token ids and the greedy loop. A subclass has a ``config`` with
     ``bos_id``, ``eos_id``, ``pad_id`` and ``max_len``, and a ``decode_step(prev, state,
     memory) -> (logits, state, weights or None)``."""
+
+    config: _DecoderConfig
+
+    def decode_step(self, prev: torch.Tensor, state: Any, memory: Any) -> tuple[Any, Any, Any]:
+        raise NotImplementedError  # each subclass has its own step
 
     def _init_read_out(self, score: str | None, d_state: int, d_vocab: int) -> None:
         """The score module (None without attention), ``W_c`` and ``W_U``, made last in
@@ -182,6 +199,8 @@ class Seq2Seq(RecurrentDecoder):
     ``pattern`` holds the attention weights ``[batch, tgt_pos, src_pos]`` of a forward
     pass (``run_with_cache(model, src, tgt_in)``).
     """
+
+    config: Seq2SeqConfig
 
     def __init__(self, cfg: Seq2SeqConfig):
         super().__init__()
@@ -285,8 +304,11 @@ class Seq2Seq(RecurrentDecoder):
             pair = isinstance(state, tuple) and len(state) == 2
             rnn_state, fed = state if pair else (state, [])
             fed = [fed] if pair else []
-        parts = rnn_state if lstm and isinstance(rnn_state, tuple) else (rnn_state,)
-        parts, wants = [*parts, *fed], [want] * (1 + lstm) + [(batch, config.d_hidden)] * feeding
+        rnn_parts = rnn_state if lstm and isinstance(rnn_state, tuple) else (rnn_state,)
+        parts, wants = (
+            [*rnn_parts, *fed],
+            [want] * (1 + lstm) + [(batch, config.d_hidden)] * feeding,
+        )
         shapes = [tuple(t.shape) if torch.is_tensor(t) else type(t).__name__ for t in parts]
         if shapes != wants or len(prev) != batch:
             kind = "a pair (h, c) of tensors" if lstm else "a tensor"

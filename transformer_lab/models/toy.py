@@ -56,6 +56,7 @@ class TinyTransformer(nn.Module):
         self.config = instance_of(cfg, ToyConfig, "cfg")
         self.W_E = nn.Embedding(cfg.d_vocab, cfg.d_model)
         nn.init.normal_(self.W_E.weight, std=cfg.d_model**-0.5)
+        self.pos: SinusoidalPositions | LearnedPositions | None
         if cfg.positional == "sinusoidal":
             self.pos = SinusoidalPositions(cfg.max_pos, cfg.d_model)
         elif cfg.positional == "learned":  # drawn at the scale of the scaled token embeddings
