@@ -11,12 +11,14 @@ by side, before ``W_O``) times ``W_O``; zeroing that slice through the hook
 from __future__ import annotations
 
 from contextlib import contextmanager
+from typing import cast
 
 import torch
 from torch import nn
 
 from transformer_lab.checks import index_in, instance_of
 from transformer_lab.hooks import intervene
+from transformer_lab.nn.multi_head import MultiHeadAttention
 
 __all__ = ["ablate_heads"]
 
@@ -47,7 +49,8 @@ def _check(model: nn.Module, heads) -> dict[int, int]:
         raise TypeError(f"model must have blocks (an nn.ModuleList), got {type(model).__name__}")
     d_head = {}
     for layer, chosen in heads.items():
-        attn = blocks[index_in(layer, len(blocks), "layer", "a block of the model")].attn
+        block = blocks[index_in(layer, len(blocks), "layer", "a block of the model")]
+        attn = cast(MultiHeadAttention, block.attn)
         for h in chosen:
             index_in(h, attn.n_heads, "head", f"a head of block {layer}")
         d_head[layer] = attn.d_head

@@ -61,8 +61,8 @@ def dtw_path(cost: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     while i > 0 and j > 0:
         rows.append(i - 1)
         cols.append(j - 1)
-        k = step[i, j]
-        i, j = (i - 1, j - 1) if k == 0 else (i - 1, j) if k == 1 else (i, j - 1)
+        move = step[i, j]
+        i, j = (i - 1, j - 1) if move == 0 else (i - 1, j) if move == 1 else (i, j - 1)
     return np.array(rows[::-1]), np.array(cols[::-1])
 
 

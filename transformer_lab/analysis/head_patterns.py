@@ -27,9 +27,10 @@ def stack_attentions(attentions, index: int = 0) -> np.ndarray:
     ``attentions`` is a sequence of ``[batch, n_heads, pos, pos]`` (or ``[n_heads, pos,
     pos]``) tensors/arrays, one per layer, or an array that is already 4-d.
     """
+    pick: int | None = index  # None: the layers are already one sequence's
     if isinstance(attentions, (torch.Tensor, np.ndarray)) and attentions.ndim == 4:
         layers = [attentions[i] for i in range(attentions.shape[0])]
-        index = None
+        pick = None
     elif isinstance(attentions, (list, tuple)):
         layers = list(attentions)
     else:
@@ -40,8 +41,8 @@ def stack_attentions(attentions, index: int = 0) -> np.ndarray:
     out = []
     for i, a in enumerate(layers):
         a = a.detach().to("cpu").float().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
-        if a.ndim == 4 and index is not None:
-            a = a[index]
+        if a.ndim == 4 and pick is not None:
+            a = a[pick]
         if a.ndim != 3 or a.shape[1] != a.shape[2]:
             raise ValueError(
                 f"layer {i}: expected [batch, n_heads, pos, pos] or [n_heads, pos, pos], "
@@ -126,7 +127,7 @@ def head_pattern_scores(attentions, tokens: Sequence[str]) -> dict[str, np.ndarr
         "[SEP]": mass(np.array([t == "[SEP]" for t in tokens])[None, :], everyone)
         if "[SEP]" in tokens
         else nan.copy(),
-        "same word": mass(same, same.any(-1)),
+        "same word": mass(same, np.any(same, axis=-1)),
     }
 
 

@@ -51,7 +51,7 @@ def _kv_shape(config) -> tuple[int, int, int]:
     n_layers = getattr(config, "n_layers", None)
     n_heads = getattr(config, "n_heads", None)
     d_model = getattr(config, "d_model", None)
-    if not all(isinstance(v, int) for v in (n_layers, n_heads, d_model)):
+    if not (isinstance(n_layers, int) and isinstance(n_heads, int) and isinstance(d_model, int)):
         raise TypeError(
             "model.config must name n_layers, n_heads and d_model (a GPT or a Llama), got "
             f"{type(config).__name__}"

@@ -77,7 +77,8 @@ def longest_chain(output: torch.Tensor, count: Callable[[object], bool] | None =
     are leaves and count nothing. Run the layer with gradients enabled (not under
     ``torch.no_grad()``), otherwise there is no graph to walk.
     """
-    if torch_tensor(output, "output").grad_fn is None:
+    root = torch_tensor(output, "output").grad_fn
+    if root is None:
         raise ValueError(
             "output has no autograd graph (grad_fn is None): run the layer with parameters "
             "that require gradients, outside torch.no_grad()"
@@ -85,7 +86,7 @@ def longest_chain(output: torch.Tensor, count: Callable[[object], bool] | None =
     count = _is_operation if count is None else count
     # Iterative post-order walk (graphs of long recurrences are thousands of nodes deep).
     depth: dict[object, int] = {}
-    stack = [(output.grad_fn, False)]
+    stack = [(root, False)]
     while stack:
         node, children_done = stack.pop()
         if node in depth:
@@ -97,7 +98,7 @@ def longest_chain(output: torch.Tensor, count: Callable[[object], bool] | None =
         else:
             stack.append((node, True))
             stack.extend((child, False) for child in children if child not in depth)
-    return depth[output.grad_fn]
+    return depth[root]
 
 
 def multiply_adds(fn: Callable[..., object], *args, **kwargs) -> int:
