@@ -130,7 +130,7 @@ def write_atomically(
     return path
 
 
-def _os_error_in(err: BaseException) -> OSError | None:
+def _os_error_in(err: BaseException | None) -> OSError | None:
     """The ``OSError`` behind ``err``: itself, or one it was raised while handling (a
     writer such as ``torch.save`` may fail again as it cleans up after a full disk)."""
     seen = set()
@@ -199,7 +199,7 @@ def folder_lock(folder: str | os.PathLike, what: str = "a training run") -> Iter
                 pid, other_host = int(other["pid"]), str(other["host"])
             except (OSError, ValueError, KeyError, TypeError):
                 other, pid, other_host = None, None, None
-            if other is not None and (other_host != host or _alive(pid)):
+            if other is not None and pid is not None and (other_host != host or _alive(pid)):
                 since = time.strftime("%H:%M:%S", time.localtime(other.get("started", 0)))
                 clear = "" if other_host == host else f"; if that job is over, delete {lock}"
                 raise RuntimeError(

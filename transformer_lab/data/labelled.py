@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Any
 
 from transformer_lab.checks import integer, is_int
 
@@ -32,7 +33,7 @@ def balanced_draw(
     if not all(isinstance(x, item) for x in pool):
         raise TypeError(f"pool must hold {name} only (as in {source})")
     per = int(n) // len(classes)
-    chosen = []
+    chosen: list[Any] = []  # items of the class ``item``
     for label in range(len(classes)):
         of_label = [x for x in pool if x.label == label]
         if len(of_label) < per:

@@ -311,7 +311,7 @@ def _build(config: NumbersConfig) -> dict[str, list[Pair]]:
 def _load(config: NumbersConfig, use_cache_file: bool) -> NumberData:
     path = _cache_file(config) if use_cache_file else None
     splits = None
-    if use_cache_file and path.exists():
+    if path is not None and path.exists():
         try:
             raw = json.loads(path.read_text())
             splits = {
@@ -322,7 +322,7 @@ def _load(config: NumbersConfig, use_cache_file: bool) -> NumberData:
             splits = None  # a damaged cache file is rebuilt
     if splits is None:
         splits = _build(config)
-        if use_cache_file:
+        if path is not None:
             raw = {
                 s: [[p.number, " ".join(p.src), " ".join(p.tgt)] for p in splits[s]]
                 for s in NumberData.SPLITS
@@ -357,7 +357,7 @@ def predict(translate, data: NumberData, split: str = "test", batch_size: int = 
     instance_of(data, NumberData, "data")
     integer(batch_size, "batch_size", minimum=1)
     n = len(data.split(split))
-    out = []
+    out: list[list[str]] = []
     for start in range(0, n, batch_size):
         src = data.batch(split, torch.arange(start, min(start + batch_size, n))).src
         ids = translate(src if device is None else src.to(device))

@@ -89,7 +89,7 @@ class Vocabulary:
         bad = [t for t in self.tokens if not isinstance(t, str)]
         if bad:
             raise TypeError(f"tokens must be strings, got {bad[:3]!r}")
-        self.index = {}
+        self.index: dict[str, int] = {}
         for i, token in enumerate(self.tokens):
             if token in self.index:
                 raise ValueError(f"token {token!r} appears twice (at {self.index[token]} and {i})")

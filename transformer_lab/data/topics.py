@@ -47,7 +47,7 @@ __all__ = [
 
 TOPICS = ("animal", "food", "clothing", "vehicle", "occupation")  # label 0 ... 4
 # 50 words per topic, none of them common in a second topic's sense
-WORDS = {
+_WORD_TEXT = {
     "animal": """dog cat horse cow pig sheep goat lion tiger bear wolf fox rabbit mouse deer
         elephant giraffe zebra monkey gorilla kangaroo koala panda camel donkey squirrel
         hedgehog otter beaver badger moose buffalo leopard cheetah hippo rhino crocodile
@@ -76,7 +76,7 @@ WORDS = {
         architect programmer janitor gardener tailor barber hairdresser judge priest
         postman receptionist astronaut""",
 }
-WORDS = {topic: tuple(words.split()) for topic, words in WORDS.items()}
+WORDS = {topic: tuple(words.split()) for topic, words in _WORD_TEXT.items()}
 # "{a}" is "a" or "an" as the word needs; no template suits one topic more than another
 TEMPLATES = (
     "I never expected to see {a} {w} there.",

@@ -8,6 +8,7 @@ loop of :mod:`transformer_lab.training.toy` reads a task's batch maker with
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 
@@ -46,6 +47,7 @@ def neighbours(batch: int, n: int, d_vocab: int, generator=None):
 def toy_lengths(lengths: int | Sequence[int]) -> list[int]:
     """The sequence lengths a stream draws from: ``lengths`` (an int or a list of ints,
     each at least 2) as a list of Python ints."""
+    out: list[Any]  # checked below
     if is_int(lengths):
         out = [lengths]
     elif isinstance(lengths, Sequence) and not isinstance(lengths, str):

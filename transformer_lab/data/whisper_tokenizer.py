@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import cast
 
 import torch
 
@@ -90,7 +91,7 @@ class WhisperTokenizer:
             return f"<|{(i - self.timestamp_begin) * 0.02:.2f}|>"
         if i in self._special_by_id:
             return self._special_by_id[i]
-        return self.backend.id_to_token(i)
+        return cast(str, self.backend.id_to_token(i))  # checked ids are in the vocabulary
 
     def _check_ids(self, ids) -> list[int]:
         if isinstance(ids, torch.Tensor):

@@ -208,10 +208,10 @@ class WordPieceTokenizer:
         text_pair: str | Sequence[str] | None = None,
         max_length: int | None = None,
     ) -> TokenBatch:
-        single = isinstance(text, str)
-        texts = [text] if single else list(text)
+        texts: list[str] = [text] if isinstance(text, str) else list(text)
         if not texts or not all(isinstance(t, str) for t in texts):
             raise TypeError("text must be a string or a non-empty list of strings")
+        inputs: list[str] | list[tuple[str, str]]
         if text_pair is None:
             inputs = texts
         else:
