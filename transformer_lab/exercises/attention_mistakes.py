@@ -123,7 +123,7 @@ def weight_mistakes(q, k, v=None, mask=None) -> list[tuple[str, torch.Tensor]]:
         (f"you divided the scores by d_k = {d_k} instead of {sq}", 1 / d_k),
         (f"you multiplied the scores by {sq} instead of dividing by it", math.sqrt(d_k)),
     ]
-    others = {n: i for i, n in enumerate(q.shape[:-1]) if n != d_k}
+    others: dict[int, int | str] = {n: i for i, n in enumerate(q.shape[:-1]) if n != d_k}
     if v is not None and v.shape[-1] != d_k:
         others.setdefault(v.shape[-1], "value")
     for n, where in others.items():

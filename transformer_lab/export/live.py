@@ -24,6 +24,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import BinaryIO
 
 from transformer_lab.checks import instance_of, one_of
 from transformer_lab.data.cache import write_atomically
@@ -148,6 +149,10 @@ def minilm_live_json(config: BertConfig, tokenizer: WordPieceTokenizer) -> dict:
     }
 
 
+def _write_bytes(data: bytes, file: BinaryIO) -> int:
+    return file.write(data)
+
+
 def write_live_models(
     directory: str | os.PathLike, *, gpt_weights: str = "float32", minilm_weights: str = "float16"
 ) -> dict[str, Path]:
@@ -180,5 +185,5 @@ def write_live_models(
                 f"{name} would hold a NaN or an infinity ({err}); fix its source"
             ) from err
         data = text.encode()
-        written[name] = write_atomically(folder / name, lambda file, data=data: file.write(data))
+        written[name] = write_atomically(folder / name, functools.partial(_write_bytes, data))
     return {name: written[name] for name in LIVE_FILES}

@@ -150,7 +150,7 @@ def _export(wrapper, example, path, inputs, outputs, axes, weights, opset) -> Pa
         torch.onnx.export(
             wrapper,
             (example.to(device),),
-            buffer,
+            buffer,  # type: ignore[arg-type]  # the stub omits the file objects export takes
             input_names=inputs,
             output_names=outputs,
             dynamic_axes=axes,

@@ -48,7 +48,8 @@ def _answer_rows(model, tokenizer, prompts, prefix_ids, max_new_tokens, stop) ->
                         for k, v in cache.layers]  # fmt: skip
     ids, mask = _left_padded([tokenizer.encode(p) for p in prompts], device)
     logits = model(ids, kv_cache=cache, attention_mask=mask, last_only=True)[:, -1]
-    out, done = [[] for _ in prompts], [False] * len(prompts)
+    out: list[list[int]] = [[] for _ in prompts]
+    done = [False] * len(prompts)
     for _ in range(max_new_tokens):
         next_ids = logits.argmax(-1)  # [batch]
         for i, t in enumerate(next_ids.tolist()):

@@ -19,6 +19,7 @@ work), and crops the context to the model's last ``n_ctx`` tokens when it grows 
 from __future__ import annotations
 
 import inspect
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -201,14 +202,15 @@ def generate(
     _check_rule(temperature, top_k, top_p)
     _check_generator(generator)
     config = getattr(model, "config", None)
-    if isinstance(getattr(config, "d_vocab", None), int):
-        check_token_range(idx, config.d_vocab, "idx")
+    if isinstance(d_vocab := getattr(config, "d_vocab", None), int):
+        check_token_range(idx, d_vocab, "idx")
     n_ctx = getattr(config, "n_ctx", None) or idx.shape[1] + max_new_tokens
     has_cache = hasattr(model, "new_cache")
     if use_cache and not has_cache:
         raise ValueError(f"{type(model).__name__} has no key/value cache (no new_cache method)")
     with evaluating(model):  # which also checks that model is an nn.Module
-        cache = model.new_cache() if (has_cache if use_cache is None else use_cache) else None
+        cached = has_cache if use_cache is None else use_cache
+        cache = cast(Any, model).new_cache() if cached else None  # a method has_cache found
         # a model whose forward takes last_only (the Llama) unembeds the last position only
         takes_last_only = "last_only" in inspect.signature(model.forward).parameters
         last = {"last_only": True} if takes_last_only else {}

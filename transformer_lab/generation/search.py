@@ -153,11 +153,11 @@ def beam_hypotheses(
             next_lp = _next_log_probs(model, tokens, memory, src_mask)  # [live * k, V]
             vocab = next_lp.shape[1]
             candidates = (log_p.reshape(-1, 1) + next_lp).reshape(len(live), k * vocab)
-            top_lp, top_index = candidates.topk(2 * k, dim=1)  # [live, 2k], best first
+            best_lp, best_index = candidates.topk(2 * k, dim=1)  # [live, 2k], best first
             prefixes, top_lp, top_index = (
                 tokens[:, 1:].tolist(),
-                top_lp.tolist(),
-                top_index.tolist(),
+                best_lp.tolist(),
+                best_index.tolist(),
             )
             still, rows, new_tokens, new_lp = [], [], [], []
             for i, b in enumerate(live):
