@@ -153,28 +153,52 @@ class _FusedPlan(NamedTuple):
 
     step: FusedDecoder | None
     modules: list[nn.Module]
+    parents: list[nn.Module]  # the modules with children: a replaced part shows in them
     hooks: list[Hook]
     norms: list[RMSNorm]
     attention: list[dict]  # the attributes of the attention modules: their stored matrices
     swiglu: list[dict]  # and of the SwiGLU modules
-    key: list
+    key: tuple | None
 
 
-def _fused_key(model: Llama, plan: _FusedPlan) -> list | None:
-    """What the model's fused step depends on: the identity of every module's children and
-    parameters, of the stored matrices and their rows, and the norms' epsilons (None where a
-    matrix is missing). All in ``map``: a few microseconds for SmolLM2's 30 layers."""
-    head = model.stored_unembed
+def _fused_key(model: Llama, plan: _FusedPlan) -> tuple | None:
+    """What the model's fused step depends on: the children of every module that has any,
+    the parameters of the model and its norms (the only ones its forward reads), the stored
+    matrices and their rows, the norms' epsilons (None where a matrix is missing).
+    Compared with ``==`` (identity for modules and stored matrices) in ``map``: some
+    microseconds for SmolLM2's 30 layers."""
     try:
-        attention = chain.from_iterable(map(ATTENTION_MATRICES, plan.attention))
-        stored = [head, *attention, *chain.from_iterable(map(SWIGLU_MATRICES, plan.swiglu))]
-        rows = list(map(ROWS, stored))
+        attention = list(map(ATTENTION_MATRICES, plan.attention))
+        swiglu = list(map(SWIGLU_MATRICES, plan.swiglu))
+        rows = list(map(ROWS, chain.from_iterable(attention + swiglu)))
     except (KeyError, AttributeError):
         return None
-    children = chain.from_iterable(map(dict.values, map(CHILDREN, plan.modules)))
-    parameters = chain.from_iterable(map(dict.values, map(PARAMETERS, plan.modules)))
-    objects = chain([model.config], children, parameters, stored, rows)
-    return [*map(id, objects), *map(EPS, plan.norms)]
+    head = model.stored_unembed
+    children = list(map(dict.copy, map(CHILDREN, plan.parents)))
+    parameters = list(map(dict.copy, map(PARAMETERS, plan.norms)))
+    parameters.append(model._parameters.copy())
+    rows.append(getattr(head, "rows", None))
+    return (
+        model.config,
+        head,
+        children,
+        parameters,
+        attention,
+        swiglu,
+        rows,
+        [*map(EPS, plan.norms)],
+    )
+
+
+def _same_key(a: tuple | None, b: tuple | None) -> bool:
+    """``a == b`` where the keys hold tensors: a tensor that is not the same object compares
+    elementwise, which ``bool`` refuses, and that means a change."""
+    if a is None or b is None:
+        return False
+    try:
+        return a == b
+    except RuntimeError:
+        return False
 
 
 def _fused_plan(model: Llama) -> _FusedPlan:
@@ -183,7 +207,8 @@ def _fused_plan(model: Llama) -> _FusedPlan:
     kinds = {kind: [m for m in modules if type(m) is kind] for kind in (Hook, RMSNorm)}
     attention = [vars(m) for m in modules if type(m) is LlamaAttention]
     swiglu = [vars(m) for m in modules if type(m) is SwiGLU]
-    plan = _FusedPlan(None, modules, kinds[Hook], kinds[RMSNorm], attention, swiglu, [])
+    parents = [m for m in modules if m._modules]
+    plan = _FusedPlan(None, modules, parents, kinds[Hook], kinds[RMSNorm], attention, swiglu, None)
     key = _fused_key(model, plan)
     c, eps = model.config, model.ln_final.eps
     blocks_ok = all(
@@ -304,7 +329,7 @@ class Llama(nn.Module):
         if torch_hooks._global_forward_hooks or torch_hooks._global_forward_pre_hooks:
             return None
         plan = getattr(self, "_fused", None)
-        if plan is None or plan.key != _fused_key(self, plan):
+        if plan is None or not _same_key(plan.key, _fused_key(self, plan)):
             plan = self._fused = _fused_plan(self)
         modules, hooks = plan.modules, plan.hooks
         if any(map(FORWARD_HOOKS, modules)) or any(map(PRE_HOOKS, modules)):

@@ -180,10 +180,8 @@ class FusedDecoder:
             got = tuple(embedding.shape) if isinstance(embedding, torch.Tensor) else type(embedding)
             raise ValueError(f"embedding must be a float32 CPU tensor [{self.d_model}], got {got}")
         instance_of(cache, KVCache, "cache")
-        if len(cache.layers) != len(self.layers):
-            raise ValueError(
-                f"cache has {len(cache.layers)} layers, the decoder {len(self.layers)}"
-            )
+        if cache.n_layers != len(self.layers):
+            raise ValueError(f"cache has {cache.n_layers} layers, the decoder {len(self.layers)}")
         position = cache.length
         kv = cache.reserve(1)  # [n_layers, 2, batch, n_kv_heads, capacity, d_head]
         capacity = kv.shape[4]

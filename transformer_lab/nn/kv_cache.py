@@ -45,6 +45,7 @@ class KVCache:
     """
 
     def __init__(self, n_layers: int):
+        self._pending: int | None = None  # see advance()
         self.layers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * integer(
             n_layers, "n_layers", minimum=1
         )
@@ -53,9 +54,26 @@ class KVCache:
         self._views: list[tuple[torch.Tensor, torch.Tensor]] | None = None
 
     @property
+    def layers(self) -> list[tuple[torch.Tensor, torch.Tensor] | None]:
+        """Every layer's ``(k, v)`` (None before the first call)."""
+        if self._pending is not None:  # positions that advance() counted: views of them now
+            self._show(self._pending)
+        return self._layers
+
+    @layers.setter
+    def layers(self, value: list[tuple[torch.Tensor, torch.Tensor] | None]) -> None:
+        self._layers, self._pending = value, None
+
+    @property
+    def n_layers(self) -> int:
+        return len(self._layers)
+
+    @property
     def length(self) -> int:
         """How many positions are cached."""
-        first = self.layers[0]
+        if self._pending is not None:
+            return self._pending
+        first = self._layers[0]
         return 0 if first is None else first[0].shape[-2]
 
     @classmethod
@@ -67,10 +85,8 @@ class KVCache:
             return 0
         if not isinstance(cache, cls):
             raise TypeError(f"kv_cache must be a KVCache or None, got {type(cache).__name__}")
-        if len(cache.layers) != n_layers:
-            raise ValueError(
-                f"kv_cache has {len(cache.layers)} layers but the model has {n_layers}"
-            )
+        if cache.n_layers != n_layers:
+            raise ValueError(f"kv_cache has {cache.n_layers} layers but the model has {n_layers}")
         return cache.length
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor):
@@ -124,7 +140,8 @@ class KVCache:
 
     def advance(self, n_new: int) -> None:
         """Count ``n_new`` positions written into :meth:`reserve`'s buffer after the cached
-        ones: ``layers`` become views that include them."""
+        ones: ``layers`` become views that include them (made when ``layers`` is next read,
+        so that a run of decoding steps makes none)."""
         n_new = integer(n_new, "n_new", minimum=1)
         if self._buffer is None or not self._ours():
             raise ValueError(
@@ -135,14 +152,14 @@ class KVCache:
                 f"the buffer has room for {self._buffer.shape[4] - self.length} more positions, "
                 f"not {n_new}: reserve({n_new}) first"
             )
-        self._show(self.length + n_new)
+        self._pending = self.length + n_new
 
     def _ours(self) -> bool:
         """Whether ``layers`` still holds the views of the buffer that :meth:`_show` set."""
-        views = self._views
-        if views is None or len(views) != len(self.layers):
+        views, layers = self._views, self._layers
+        if views is None or len(views) != len(layers):
             return False
-        return all(a is b for a, b in zip(self.layers, views, strict=True))
+        return all(a is b for a, b in zip(layers, views, strict=True))
 
     def _show(self, length: int) -> None:
         """Make ``layers`` views of the first ``length`` positions of the buffer."""
