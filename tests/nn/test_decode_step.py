@@ -29,6 +29,8 @@ CONFIG = dict(d_vocab=53, n_ctx=64, n_layers=3, n_heads=6, n_kv_heads=2, d_model
 
 
 def stored(storage="float32-rows", seed=0, **overrides):
+    """A small Llama stored as ``storage`` ("int8 g32": int8 with one scale per 32 inputs)."""
+    storage, _, group = storage.partition(" g")
     torch.manual_seed(seed)
     model = Llama(LlamaConfig(**{**CONFIG, **overrides})).eval()
     with torch.no_grad():  # gains other than one, so that the norms' gains are read
@@ -36,7 +38,7 @@ def stored(storage="float32-rows", seed=0, **overrides):
             b.norm1.gain.uniform_(0.5, 1.5)
             b.norm2.gain.uniform_(0.5, 1.5)
         model.ln_final.gain.uniform_(0.5, 1.5)
-    return model.store_weights(storage)
+    return model.store_weights(storage, group_size=int(group) if group else None)
 
 
 def ids(n, seed=1):
@@ -70,7 +72,7 @@ def decode(model, tokens, prompt=4, fused=True):
     return torch.cat(out, dim=1), cache
 
 
-@pytest.mark.parametrize("storage", STORAGES)
+@pytest.mark.parametrize("storage", [*STORAGES, "int8 g32"])
 def test_fused_steps_give_the_modules_logits(storage, monkeypatch):
     calls = Calls(monkeypatch)
     model, tokens = stored(storage), ids(14)

@@ -174,3 +174,26 @@ def test_store_weights_packs_every_matrix_in_reading_order():
         assert w.rows.untyped_storage().data_ptr() == base
     assert a.W_Q.rows.data_ptr() < a.W_K.rows.data_ptr() < m.W_gate.rows.data_ptr()
     assert m.W_down.rows.data_ptr() < model.stored_unembed.rows.data_ptr()
+
+
+@pytest.mark.parametrize("n_in, group", [(64, 16), (70, 32), (200, 64), (15, 16)])
+def test_int8_groups_scale_each_group_of_a_row(n_in, group):
+    """One scale per ``group`` inputs of a row (the last group shorter where ``group`` does
+    not divide the row): the kernels and the prompt path give the dequantized product, and
+    the rounding error is at most that of one scale per row."""
+    torch.manual_seed(n_in)
+    w, x = torch.randn(n_in, 37), torch.randn(12, n_in)
+    w[0] *= 20  # one large weight in every row: one scale per row rounds the rest coarsely
+    stored = StoredWeight(w, "int8", group_size=group)
+    assert stored.scale.shape == (37, -(-n_in // group)) and stored.group_size == group
+    assert stored.nbytes == w.numel() + 4 * stored.scale.numel()
+    torch.testing.assert_close(x[:3] @ stored, x[:3] @ stored.dequantized(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(x @ stored, x @ stored.dequantized(), rtol=1e-5, atol=1e-5)
+    exact = x @ w
+    by_group = ((x[:3] @ stored - exact[:3]).norm() / exact[:3].norm()).item()
+    by_row = ((x[:3] @ StoredWeight(w, "int8") - exact[:3]).norm() / exact[:3].norm()).item()
+    assert by_group < 0.8 * by_row or n_in <= group
+    assert "group_size=" + str(group) in repr(stored)
+    for bad, storage in [(48, "int8"), (32, "bfloat16"), (8, "int8")]:
+        with pytest.raises(ValueError, match="group_size"):
+            StoredWeight(w, storage, group_size=bad)

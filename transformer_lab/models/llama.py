@@ -277,14 +277,15 @@ class Llama(nn.Module):
         return self.W_E.T if self.W_U is None else self.W_U
 
     @torch.no_grad()
-    def store_weights(self, storage: str) -> Llama:
+    def store_weights(self, storage: str, group_size: int | None = None) -> Llama:
         """Keep every block's matrices and the unembedding in ``storage`` ("float32-rows",
         "bfloat16" or "int8", :mod:`transformer_lab.nn.stored_weights`) for faster decoding
         on the CPU: the package's row kernels read each matrix in address order, and a token
         reads the same bytes, a half or a quarter of them. The token embedding stays float32
         (a token reads one row of it). The stored rows lie in one huge-page buffer in the
         order a token reads them (:func:`~transformer_lab.nn.stored_weights.pack_rows`), and a
-        decoding step runs fused (see the module's notes). Inference only, once; returns the
+        decoding step runs fused (see the module's notes). ``group_size`` (int8): one scale per
+        that many inputs of a row instead of one per row. Inference only, once; returns the
         model."""
         if self.storage != "float32":
             raise ValueError(f"the weights are already stored as {self.storage}")
@@ -293,10 +294,10 @@ class Llama(nn.Module):
                 f"stored weights run on the CPU only; the model is on {self.W_E.device}"
             )
         one_of(storage, STORAGES, "storage")
-        unembed = StoredWeight(self.unembed.detach(), storage)
+        unembed = StoredWeight(self.unembed.detach(), storage, group_size)
         for block in self.blocks:
-            store_matrices(block.attn, ("W_Q", "W_K", "W_V", "W_O"), storage)
-            store_matrices(block.mlp, ("W_gate", "W_up", "W_down"), storage)
+            store_matrices(block.attn, ("W_Q", "W_K", "W_V", "W_O"), storage, group_size)
+            store_matrices(block.mlp, ("W_gate", "W_up", "W_down"), storage, group_size)
         if self.W_U is not None:
             del self._parameters["W_U"]
             self.W_U = None

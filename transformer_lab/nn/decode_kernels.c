@@ -17,7 +17,7 @@
      logits = (rms_norm(x) * gain_final) W_head
 
    The matrices are the stored rows of stored_weights.py (float32, bfloat16 or int8 with
-   per-row scales), multiplied by the same row kernels the unfused path uses; everything
+   per-row or per-group scales), multiplied by the same row kernels the unfused path uses; everything
    else is float32, in the order the PyTorch code computes it (sums may be ordered
    differently, so results agree to float rounding). The key/value cache is one buffer
    [n_layers, 2, n_kv_heads, capacity, d_head] (keys at 0, values at 1), kv_cache.py's. */
@@ -28,6 +28,7 @@
 typedef struct {
   long n_layers, d_model, n_heads, n_kv_heads, d_head, d_mlp, d_vocab;
   long kind;                  /* 0: float32 rows, 1: bfloat16, 2: int8 */
+  long group;                 /* int8: inputs per scale (0: one scale per row) */
   double eps;                 /* RMSNorm's epsilon (used as a float32, as PyTorch does) */
   const void *const *rows;    /* per layer W_Q, W_K, W_V, W_O, W_gate, W_up, W_down; the head */
   const float *const *scales; /* the same order: int8's per-row scales, or NULL */
@@ -44,6 +45,8 @@ static void product(const DecoderWeights *m, long index, const float *x, float *
     rows_float32(x, (const float *)w, scale, y, 1, n_in, n_out);
   else if (m->kind == 1)
     rows_bfloat16(x, (const uint16_t *)w, scale, y, 1, n_in, n_out);
+  else if (m->group)
+    rows_int8_groups(x, (const int8_t *)w, scale, y, 1, n_in, n_out, m->group);
   else
     rows_int8(x, (const int8_t *)w, scale, y, 1, n_in, n_out);
 }

@@ -61,7 +61,7 @@ class _Weights(ctypes.Structure):
 
     _fields_ = [
         *[(n, ctypes.c_long) for n in ("n_layers", "d_model", "n_heads", "n_kv_heads")],
-        *[(n, ctypes.c_long) for n in ("d_head", "d_mlp", "d_vocab", "kind")],
+        *[(n, ctypes.c_long) for n in ("d_head", "d_mlp", "d_vocab", "kind", "group")],
         ("eps", ctypes.c_double),
         ("rows", ctypes.c_void_p),
         ("scales", ctypes.c_void_p),
@@ -127,9 +127,11 @@ class FusedDecoder:
             name = MATRICES[i % 7] if i < len(stored) - 1 else "head"
             if name != "head" and w.shape != want[name]:
                 raise ValueError(f"{name} of layer {i // 7} is {w.shape}, expected {want[name]}")
-            if w.storage != head.storage or not w.rows.is_contiguous():
+            same = w.storage == head.storage and w.group_size == head.group_size
+            if not same or not w.rows.is_contiguous():
                 raise ValueError(
-                    f"every matrix must be stored as {head.storage}, with rows in order"
+                    f"every matrix must be stored as {head.storage} (group_size "
+                    f"{head.group_size}), with rows in order"
                 )
         gains = [g for layer in layers for g in (layer.norm1, layer.norm2)] + [final_gain]
         for g in gains:
@@ -144,8 +146,9 @@ class FusedDecoder:
         self._gains = [g.detach().contiguous() for g in gains]
         self._arrays = [_pointers(self._rows), _pointers(self._scales), _pointers(self._gains)]
         sizes = (len(layers), d_model, n_heads, n_kv_heads, d_head, d_mlp, head.shape[1])
+        kind, group = KINDS[head.rows.dtype], head.group_size or 0
         self._c = _Weights(
-            *sizes, KINDS[head.rows.dtype], self.eps, *[ctypes.addressof(a) for a in self._arrays]
+            *sizes, kind, group, self.eps, *[ctypes.addressof(a) for a in self._arrays]
         )
         self._kernel = library().decode_token
         self._work = torch.empty(0)

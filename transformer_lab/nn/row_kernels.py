@@ -100,6 +100,9 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
         fn = getattr(lib, name)
         fn.argtypes = [pointer, pointer, pointer, pointer, size, size, size]
         fn.restype = None
+    groups = lib.rows_int8_groups  # as the others, then the group size
+    groups.argtypes = [pointer, pointer, pointer, pointer, size, size, size, size]
+    groups.restype = None
     step = lib.decode_token  # weights, embedding, cos, sin, kv, length, capacity, work, logits
     step.argtypes = [pointer] * 5 + [size, size, pointer, pointer]
     step.restype = None
@@ -127,19 +130,25 @@ def library() -> ctypes.CDLL:
     return lib
 
 
-def rows_product(x: torch.Tensor, rows: torch.Tensor, scale: torch.Tensor | None = None):
+def rows_product(
+    x: torch.Tensor,
+    rows: torch.Tensor,
+    scale: torch.Tensor | None = None,
+    group_size: int | None = None,
+):
     """``x [m, in]`` (float32, contiguous) times the rows ``rows [out, in]`` (float32,
     bfloat16 or int8, contiguous): ``y [m, out]`` float32 with ``y[b, r] = scale[r] *
-    (x[b] . rows[r])`` (``scale [out]`` float32, or None for 1). Meant for a handful of
-    ``m`` (decoding); the caller checks shapes, as :class:`~transformer_lab.nn.stored_weights.
-    StoredWeight` does."""
+    (x[b] . rows[r])`` (``scale [out]`` float32, or None for 1); with ``group_size`` (int8),
+    ``scale [out, groups]`` scales each group of ``group_size`` inputs of a row. Meant for a
+    handful of ``m`` (decoding); the caller checks shapes, as :class:`~transformer_lab.nn.
+    stored_weights.StoredWeight` does."""
     lib = library()
     m, n_in = x.shape
     n_out = rows.shape[0]
     y = torch.empty(m, n_out)
-    fn = getattr(lib, KERNEL_DTYPES[rows.dtype])
-    fn(
-        x.data_ptr(), rows.data_ptr(), None if scale is None else scale.data_ptr(),
-        y.data_ptr(), m, n_in, n_out,
-    )  # fmt: skip
+    pointers = (x.data_ptr(), rows.data_ptr(), None if scale is None else scale.data_ptr())
+    if group_size is not None:
+        lib.rows_int8_groups(*pointers, y.data_ptr(), m, n_in, n_out, group_size)
+    else:
+        getattr(lib, KERNEL_DTYPES[rows.dtype])(*pointers, y.data_ptr(), m, n_in, n_out)
     return y

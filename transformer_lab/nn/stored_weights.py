@@ -72,11 +72,23 @@ class StoredWeight:
     in ``x``'s dtype). ``shape`` is ``(in, out)``; ``rows`` holds the stored ``[out, in]``
     numbers and ``scale`` the int8 rows' scales (None otherwise); ``dequantized()`` gives
     back the float32 matrix the products use (equal to ``W`` up to the storage's rounding);
-    ``nbytes`` is what one product reads."""
+    ``nbytes`` is what one product reads.
 
-    def __init__(self, weight: torch.Tensor, storage: str):
+    ``group_size`` (int8 only; a power of two from 16, default None: one scale per row) gives
+    every ``group_size`` inputs of a row their own scale, ``scale [out, groups]``: a row's
+    large weights then coarsen the rounding of their own group only, at 4 bytes per group."""
+
+    def __init__(self, weight: torch.Tensor, storage: str, group_size: int | None = None):
         w = floating_tensor(weight, "weight", 2, "[in, out]").detach()
         self.storage = one_of(storage, STORAGES, "storage")
+        if group_size is not None:
+            group_size = integer(group_size, "group_size", minimum=16)
+            if storage != "int8" or group_size & (group_size - 1):
+                raise ValueError(
+                    f"group_size is for int8 storage, a power of two from 16; got {group_size} "
+                    f"with {storage}"
+                )
+        self.group_size = group_size
         if w.device.type != "cpu":
             raise ValueError(f"stored weights run on the CPU only, got a weight on {w.device}")
         if not storage_supported(storage):
@@ -91,7 +103,16 @@ class StoredWeight:
         self.shape = tuple(w.shape)
         rows = w.float().T.contiguous()  # [out, in]: one output per row
         self.scale = None
-        if storage == "int8":
+        if storage == "int8" and group_size is not None:
+            n_out, n_in = rows.shape
+            groups = -(-n_in // group_size)
+            padded = torch.zeros(n_out, groups * group_size)
+            padded[:, :n_in] = rows
+            padded = padded.view(n_out, groups, group_size)
+            self.scale = (padded.abs().amax(dim=2) / 127).clamp_min(1e-12)  # [out, groups]
+            q = (padded / self.scale[:, :, None]).round().clamp(-127, 127).to(torch.int8)
+            self.rows = q.view(n_out, -1)[:, :n_in].contiguous()
+        elif storage == "int8":
             self.scale = (rows.abs().amax(dim=1) / 127).clamp_min(1e-12)  # [out]
             self.rows = (rows / self.scale[:, None]).round().clamp(-127, 127).to(torch.int8)
         else:
@@ -105,7 +126,12 @@ class StoredWeight:
 
     def _float_rows(self) -> torch.Tensor:
         rows = self.rows.float()
-        return rows if self.scale is None else rows * self.scale[:, None]
+        if self.scale is None:
+            return rows
+        if self.group_size is None:
+            return rows * self.scale[:, None]
+        per_input = self.scale.repeat_interleave(self.group_size, dim=1)  # [out, >= in]
+        return rows * per_input[:, : rows.shape[1]]
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -124,20 +150,24 @@ class StoredWeight:
             raise ValueError(f"x must be [..., {self.shape[0]}], got {tuple(x.shape)}")
         lead = x.shape[:-1]
         flat = x.reshape(-1, self.shape[0]).float().contiguous()
-        if flat.shape[0] <= KERNEL_ROWS:
-            y = rows_product(flat, self.rows, self.scale)  # decoding: read in address order
+        if flat.shape[0] <= KERNEL_ROWS:  # decoding: read in address order
+            y = rows_product(flat, self.rows, self.scale, self.group_size)
         else:
             y = flat @ self._float_rows().T  # a prompt: widen once, PyTorch multiplies
         return y.to(x.dtype).view(*lead, self.shape[1])
 
     def __repr__(self) -> str:
-        return f"StoredWeight({self.storage}, in={self.shape[0]}, out={self.shape[1]})"
+        groups = "" if self.group_size is None else f", group_size={self.group_size}"
+        return f"StoredWeight({self.storage}, in={self.shape[0]}, out={self.shape[1]}{groups})"
 
 
-def store_matrices(module: nn.Module, names: Sequence[str], storage: str) -> int:
+def store_matrices(
+    module: nn.Module, names: Sequence[str], storage: str, group_size: int | None = None
+) -> int:
     """Replace the float32 parameters ``names`` (each ``[in, out]``, used as ``x @ W``) of
-    ``module`` by :class:`StoredWeight` objects of ``storage``; returns the bytes the stored
-    matrices read per product. The parameters leave ``module.parameters()``."""
+    ``module`` by :class:`StoredWeight` objects of ``storage`` (and ``group_size``); returns
+    the bytes the stored matrices read per product. The parameters leave
+    ``module.parameters()``."""
     instance_of(module, nn.Module, "module")
     one_of(storage, STORAGES, "storage")
     total = 0
@@ -145,7 +175,7 @@ def store_matrices(module: nn.Module, names: Sequence[str], storage: str) -> int
         weight = module._parameters.get(name)
         if weight is None:
             raise ValueError(f"{type(module).__name__} has no parameter {name!r} to store")
-        stored = StoredWeight(weight, storage)
+        stored = StoredWeight(weight, storage, group_size)
         del module._parameters[name]
         setattr(module, name, stored)
         total += stored.nbytes
@@ -172,24 +202,28 @@ def huge_page_buffer(n_bytes: int) -> torch.Tensor:
 
 
 def pack_rows(weights: Sequence[StoredWeight]) -> torch.Tensor:
-    """Move the rows of ``weights`` (in this order, each on a 64-byte boundary) into one
-    :func:`huge_page_buffer`, and return it: each ``StoredWeight.rows`` becomes a view of
-    it with the same numbers, and its old memory is freed one matrix at a time. What the
-    products compute does not change; a token that reads the matrices in this order then
-    streams through one run of memory."""
+    """Move the rows of ``weights`` (in this order, each followed by its int8 scales, each
+    on a 64-byte boundary) into one :func:`huge_page_buffer`, and return it: each
+    ``StoredWeight.rows`` (and ``scale``) becomes a view of it with the same numbers, and its
+    old memory is freed one matrix at a time. What the products compute does not change; a
+    token that reads the matrices in this order then streams through one run of memory."""
     if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence) or not weights:
         raise TypeError(f"weights must be a non-empty list of StoredWeight, got {weights!r:.80}")
     for w in weights:
         instance_of(w, StoredWeight, "each of weights")
     if len({id(w) for w in weights}) != len(weights):
         raise ValueError("weights names one StoredWeight twice")
-    sizes = [w.rows.numel() * w.rows.element_size() for w in weights]
+    parts = [
+        (w, name) for w in weights for name in ("rows", "scale") if getattr(w, name) is not None
+    ]
+    sizes = [getattr(w, name).numel() * getattr(w, name).element_size() for w, name in parts]
     starts = [0]
     for size in sizes:
         starts.append(starts[-1] + -(-size // ALIGN) * ALIGN)
     buffer = huge_page_buffer(starts[-1])
-    for w, start, size in zip(weights, starts, sizes, strict=False):
-        view = buffer[start : start + size].view(w.rows.dtype).view(w.rows.shape)
-        view.copy_(w.rows)
-        w.rows = view
+    for (w, name), start, size in zip(parts, starts, sizes, strict=False):
+        old = getattr(w, name)
+        view = buffer[start : start + size].view(old.dtype).view(old.shape)
+        view.copy_(old)
+        setattr(w, name, view)
     return buffer
