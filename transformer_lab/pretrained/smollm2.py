@@ -22,9 +22,10 @@ chat template.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -33,7 +34,7 @@ from transformer_lab.checks import instance_of, integer, one_of
 from transformer_lab.data.gguf_tokenizer import GGUFTokenizer
 from transformer_lab.device import check_device
 from transformer_lab.generation.sampling import sample_next
-from transformer_lab.models.llama import Llama, LlamaConfig
+from transformer_lab.models.llama import Llama, LlamaBlock, LlamaConfig
 from transformer_lab.nn.stored_weights import STORAGES
 
 __all__ = [
@@ -251,7 +252,7 @@ def llama_from_gguf(contents: GGUFContents) -> Llama:
     else:
         put(model, "W_U", in_out(get("output.weight")))
     put(model.ln_final, "gain", get("output_norm.weight"))
-    for i, block in enumerate(model.blocks):
+    for i, block in enumerate(cast(Iterable[LlamaBlock], model.blocks)):
         p = f"blk.{i}."
         a, mlp = block.attn, block.mlp
         put(block.norm1, "gain", get(p + "attn_norm.weight"))

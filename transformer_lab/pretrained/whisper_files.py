@@ -12,7 +12,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
+from typing import cast
 
 import torch
 from torch import nn
@@ -20,9 +22,15 @@ from torch import nn
 from transformer_lab.checks import instance_of, is_int
 from transformer_lab.data.whisper_tokenizer import WhisperTokenizer
 from transformer_lab.device import check_device
+from transformer_lab.nn.blocks import EncoderBlock
 from transformer_lab.nn.norms import LayerNorm
 from transformer_lab.pretrained.ctranslate2_format import CTranslate2Model, read_ctranslate2
-from transformer_lab.pretrained.whisper_model import Whisper, WhisperConfig, WhisperGeneration
+from transformer_lab.pretrained.whisper_model import (
+    Whisper,
+    WhisperConfig,
+    WhisperDecoderBlock,
+    WhisperGeneration,
+)
 
 __all__ = [
     "whisper_dir",
@@ -163,13 +171,13 @@ def whisper_from_ctranslate2(
     put(enc.conv2, "bias", get("encoder/conv2/bias", (d,)))
     pos = get("encoder/position_encodings/encodings", (config.n_audio_ctx, d))
     enc.register_buffer("W_pos", pos)
-    for i, block in enumerate(enc.blocks):
+    for i, enc_block in enumerate(cast(Iterable[EncoderBlock], enc.blocks)):
         p = f"encoder/layer_{i}"
-        fused(block.attn, p + "/self_attention/linear_0", "QKV")
-        linear(block.attn, "W_O", "b_O", p + "/self_attention/linear_1", d, d)
-        norm(block.ln1, p + "/self_attention/layer_norm")
-        ffn(block.mlp, p + "/ffn")
-        norm(block.ln2, p + "/ffn/layer_norm")
+        fused(enc_block.attn, p + "/self_attention/linear_0", "QKV")
+        linear(enc_block.attn, "W_O", "b_O", p + "/self_attention/linear_1", d, d)
+        norm(enc_block.ln1, p + "/self_attention/layer_norm")
+        ffn(enc_block.mlp, p + "/ffn")
+        norm(enc_block.ln2, p + "/ffn/layer_norm")
     norm(enc.ln_post, "encoder/layer_norm")
 
     # The tied unembedding x @ W_E.T reads all of W_E at every decoding step: W_E is kept as
@@ -178,7 +186,7 @@ def whisper_from_ctranslate2(
     embedding = get("decoder/embeddings/weight", (config.d_vocab, d))
     dec.W_E = nn.Parameter(embedding.T.contiguous().T, requires_grad=False)
     put(dec.pos, "W_pos", get("decoder/position_encodings/encodings", (config.n_text_ctx, d)))
-    for i, block in enumerate(dec.blocks):
+    for i, block in enumerate(cast(Iterable[WhisperDecoderBlock], dec.blocks)):
         p = f"decoder/layer_{i}"
         fused(block.attn, p + "/self_attention/linear_0", "QKV")
         linear(block.attn, "W_O", "b_O", p + "/self_attention/linear_1", d, d)

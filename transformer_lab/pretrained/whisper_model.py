@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -151,6 +152,8 @@ class WhisperEncoder(nn.Module):
     sinusoidal positions W_pos (a buffer; whisper_sinusoids computes the same
     table), then pre-LN encoder blocks with GELU and a final LayerNorm ln_post."""
 
+    W_pos: torch.Tensor  # a buffer
+
     def __init__(self, config: WhisperConfig):
         super().__init__()
         self.config = instance_of(config, WhisperConfig, "config")
@@ -273,6 +276,9 @@ def _layers(ablate_cross, n_layers: int) -> frozenset[int]:
     return frozenset(out)
 
 
+_Blocks = Iterable[WhisperDecoderBlock]  # the decoder's nn.ModuleList, as mypy should read it
+
+
 class WhisperDecoder(nn.Module):
     """The text decoder: token embedding W_E [d_vocab, d_model] plus learned positions,
     WhisperDecoderBlocks, a final LayerNorm and logits x W_E^T (the output projection is
@@ -301,7 +307,7 @@ class WhisperDecoder(nn.Module):
 
     def cross_kv(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Every layer's cross-attention keys and values of the encoder output memory."""
-        return [block.cross_kv(memory) for block in self.blocks]
+        return [block.cross_kv(memory) for block in cast(_Blocks, self.blocks)]
 
     def forward(
         self,
@@ -332,19 +338,21 @@ class WhisperDecoder(nn.Module):
         if (memory is None) == (cross_kv is None):
             raise ValueError("give the decoder either memory (the encoder output) or cross_kv")
         if cross_kv is None:
+            assert memory is not None  # one of the two was given
             cross_kv = self.cross_kv(memory)
         elif not isinstance(cross_kv, (list, tuple)) or len(cross_kv) != n_layers:
             raise ValueError(f"cross_kv must hold one (k, v) pair per layer ({n_layers})")
         n = tokens.shape[1]
         mask = causal_mask(n, offset + n, device=tokens.device) if n > 1 else None
         x = self.pos(self.W_E[tokens], offset)  # [batch, pos, d_model]
-        weights = [] if need_cross_weights else None
-        for i, block in enumerate(self.blocks):
+        weights: list[torch.Tensor] | None = [] if need_cross_weights else None
+        for i, block in enumerate(cast(_Blocks, self.blocks)):
             x, w = block.step(
                 x, cross_kv[i], self_mask=mask, cache=kv_cache, layer=i,
                 need_cross_weights=need_cross_weights, ablate_cross=i in ablate,
             )  # fmt: skip
             if weights is not None:
+                assert w is not None  # asked for with need_cross_weights
                 weights.append(w)
         if last_only:
             x = x[:, -1:]
