@@ -75,6 +75,18 @@ class _BertRecipe:
 
     mask_prob = 0.15  # share of the ordinary tokens hidden in training
     init_std = BertConfig.init_std  # initial weights ~ N(0, init_std^2)
+    # the fields of both recipes' dataclasses (declared here for the type checker only)
+    vocab_size: int
+    d_model: int
+    n_heads: int
+    d_mlp: int
+    n_layers: int
+    steps: int
+    warmup: int
+
+    @property
+    def max_pos(self) -> int:  # tokens per packed pair: each recipe says how many
+        raise NotImplementedError
 
     def __post_init__(self):
         """Every ``int`` field at least 1 (``seed`` at least 0), every other field a positive

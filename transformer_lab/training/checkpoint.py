@@ -41,6 +41,7 @@ import dataclasses
 import os
 import random
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -51,13 +52,15 @@ from transformer_lab.data.cache import disk_error, write_atomically
 __all__ = ["rng_state", "set_rng_state", "save_checkpoint", "load_checkpoint"]
 
 FORMAT = 2  # bumped when the layout of the saved dict changes (2: the run's settings)
+# what np.random.get_state() returns (its stub also allows the dict of legacy=False)
+_LegacyState = tuple[str, np.ndarray, int, int, float]
 _READABLE = (1, 2)  # format 1 lacks the settings: it loads, but does not resume
 
 
 def rng_state() -> dict:
     """The states of Python's, NumPy's and PyTorch's global generators (CPU and CUDA), as
     tensors and plain values that ``weights_only`` loading accepts."""
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    kind, keys, pos, has_gauss, cached = cast(_LegacyState, np.random.get_state())
     state = {
         "python": random.getstate(),
         "numpy": {
@@ -302,8 +305,9 @@ def save_run(path, model, optimizer, scheduler, result, place, settings) -> None
     in a distributed run, rank 0 writes every rank's generators and all wait for the file."""
     states = [rng_state()]
     if place.distributed:  # every rank's generators, so each rank resumes its own
-        states = [None] * place.world_size
-        torch.distributed.all_gather_object(states, rng_state())
+        gathered: list[dict | None] = [None] * place.world_size
+        torch.distributed.all_gather_object(gathered, rng_state())
+        states = cast(list[dict], gathered)  # every rank's slot is filled
     if place.is_main:
         save_checkpoint(
             path,

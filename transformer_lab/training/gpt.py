@@ -240,7 +240,7 @@ def _check_lm_args(model, ids, n_ctx, name: str) -> int:
             raise ValueError("n_ctx is needed for a model without config.n_ctx")
     integer(n_ctx, "n_ctx", minimum=1)
     d_vocab = getattr(config, "d_vocab", None)
-    if is_int(d_vocab):
+    if d_vocab is not None and is_int(d_vocab):
         check_token_range(ids, d_vocab, name)
     return n_ctx
 

@@ -48,6 +48,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
@@ -110,7 +111,7 @@ def _model_device(model: nn.Module) -> torch.device:
 def train(
     model: nn.Module,
     batches: Iterable,
-    loss_fn: Callable[[nn.Module, object], torch.Tensor] = seq2seq_loss,
+    loss_fn: Callable[[Any, Any], torch.Tensor] = seq2seq_loss,
     run: Run | None = None,
     *,
     lr: float = 1e-3,
@@ -232,7 +233,7 @@ def _loss_step(model: nn.Module, loss_fn, device: torch.device, place: distribut
     """``batch -> loss``. In a distributed run the loss is computed inside
     DistributedDataParallel's forward, so that any ``loss_fn`` (one calling
     ``model.some_method`` included) syncs the gradients."""
-    step_fn = _LossModule(model, loss_fn)
+    step_fn: nn.Module = _LossModule(model, loss_fn)
     if place.distributed:
         ids = [device.index] if device.type == "cuda" else None
         step_fn = nn.parallel.DistributedDataParallel(step_fn, device_ids=ids)
@@ -328,7 +329,7 @@ def _run_eval(model, eval_fn) -> float:
 def evaluate(
     model: nn.Module,
     batches: Iterable,
-    loss_fn: Callable[[nn.Module, object], torch.Tensor] = seq2seq_loss,
+    loss_fn: Callable[[Any, Any], torch.Tensor] = seq2seq_loss,
     device: torch.device | str | None = None,
 ) -> float:
     """Mean of ``loss_fn`` over a finite iterable of batches, in eval mode, no gradients.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +28,7 @@ from torch import nn
 from transformer_lab.checks import IGNORE_INDEX, check_labels, finite_number, instance_of, integer
 from transformer_lab.data.toy import batch_maker, toy_batches, toy_lengths
 from transformer_lab.device import num_threads
+from transformer_lab.models.toy import ToyConfig
 from transformer_lab.training.loop import TrainResult, train
 from transformer_lab.training.run import Run
 
@@ -100,7 +102,7 @@ def train_toy(
     instance_of(run, Run, "run", "a transformer_lab.training.run.Run")
     batches = toy_batches(
         task,
-        model.config.d_vocab,
+        cast(ToyConfig, model.config).d_vocab,
         batch_size=recipe.batch_size,
         lengths=recipe.lengths,
         seed=run.seed or 0,
@@ -133,7 +135,8 @@ def position_accuracy(
     _check_toy_model(model)
     make = batch_maker(task)
     device = device or next(model.parameters()).device
-    x, y = make(batch_size, n, model.config.d_vocab, torch.Generator().manual_seed(seed))
+    d_vocab = cast(ToyConfig, model.config).d_vocab
+    x, y = make(batch_size, n, d_vocab, torch.Generator().manual_seed(seed))
     model.eval()
     with num_threads(1 if torch.device(device).type == "cpu" else None):
         predicted = model(x.to(device)).argmax(-1).cpu()  # [batch, pos, n_answers]

@@ -193,8 +193,8 @@ def _train(args: argparse.Namespace, place: distributed.DistInfo, out) -> dict:
             text = tok.decode(generate(model, prompt, args.sample, temperature=0.8)[0].tolist())
             summary["sample"] = text
             say(text)
-        text = json.dumps(summary, indent=1).encode()
-        write_atomically(out / "summary.json", lambda file: file.write(text))
+        data = json.dumps(summary, indent=1).encode()
+        write_atomically(out / "summary.json", lambda file: file.write(data))
         say(f"wrote {out / 'checkpoint.pt'} and {out / 'summary.json'}")
     return summary
 
