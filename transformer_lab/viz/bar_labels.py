@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
+from typing import cast
 
 from transformer_lab.checks import finite_number, instance_of, string
 
@@ -88,7 +89,7 @@ def label_bars(ax, fmt: str = ".2f", *, fontsize: float = 8, zero_text: str = "0
     for container in containers:
         horizontal = container.orientation == "horizontal"
         log = (ax.get_xscale() if horizontal else ax.get_yscale()) == "log"
-        values = list(container.datavalues)
+        values = list(cast(Iterable[float], container.datavalues))  # an array of the values
         zero = [log and not v > 0 for v in values]
         shown = ["" if z else _value_text(v, fmt) for v, z in zip(values, zero, strict=True)]
         texts += ax.bar_label(container, shown, padding=2, fontsize=fontsize)

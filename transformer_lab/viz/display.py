@@ -25,6 +25,7 @@ import re
 import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import cast
 
 from transformer_lab.viz.figure_text import figure_words
 from transformer_lab.viz.listing import check_lines, docstring_lines, fold_checks, plain_docstrings
@@ -80,10 +81,11 @@ def _image_html(obj, alt: str) -> str:
 class Figure:
     """A numbered, captioned figure; displays as HTML (``<figure>``) and as plain text."""
 
-    def __init__(self, obj, name: str, caption: str, alt: str):
+    def __init__(self, obj, name: str, caption: str | None, alt: str | None):
         for label, value in (("caption", caption), ("alt", alt)):
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"figure {label} must be a non-empty string, got {value!r}")
+        assert caption is not None and alt is not None  # checked just above
         self.name, self.caption, self.alt = name, caption.strip(), alt.strip()
         self.number = figure_number(name)
         self._image = _image_html(obj, self.alt)
@@ -226,10 +228,10 @@ def source(
         kept = fold_checks(code[first:last], [(a - first, b - first) for a, b in ranges])
     else:
         kept = code[first:last]
-    code = textwrap.dedent("\n".join(kept))
+    text = textwrap.dedent("\n".join(kept))
     qualname = getattr(obj, "__qualname__", getattr(obj, "__name__", ""))
-    where = f"{_package_path(Path(file))}" + (f", {qualname}" if qualname else "")
-    return Listing(code, where)
+    where = f"{_package_path(Path(cast(str, file)))}" + (f", {qualname}" if qualname else "")
+    return Listing(text, where)
 
 
 class Table:

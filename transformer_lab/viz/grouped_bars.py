@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -196,7 +197,7 @@ def slider_bars(
 def _y_axis(table, y_title: str, y_range, log_y: bool) -> tuple[dict, float]:
     """The y axis of :func:`slider_bars`, with room above the bars for their labels, and
     its floor on a log axis (where zero bars stand; 0 on a linear one)."""
-    axis = {"title": y_title or None}
+    axis: dict[str, Any] = {"title": y_title or None}
     ends = [
         x for by_series in table.values() for mid, low, high, _ in by_series.values()
         for x in (*mid, *low, *high)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from transformer_lab.checks import index_in, instance_of
 from transformer_lab.viz.heatmap_panels import (
@@ -296,7 +297,7 @@ def _slider_look(slider_values, slider_label) -> dict:
     figure), step labels drawn in no colour: the current value above the rail, in the
     text colour, then names the step."""
     prefix = f"{slider_label} = " if slider_label else ""
-    look = {"currentvalue": {"prefix": prefix}}
+    look: dict[str, Any] = {"currentvalue": {"prefix": prefix}}
     n = len(slider_values)
     spacing = (REF_PLOT_PX - 40) / max(1, n - 1)  # between the ticks, less the grip's room
     if n > 1 and label_px(slider_values) + 6 > spacing:

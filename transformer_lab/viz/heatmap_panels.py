@@ -258,7 +258,7 @@ def _ticks(names, max_ticks: int | None) -> tuple[list[int], list[str]]:
 
 def axis_update(panel_labels, max_ticks: int | None) -> dict:
     """The tick labels of every panel's axes, as a layout update (one option's labels)."""
-    update = {}
+    update: dict[str, list[int] | list[str]] = {}
     for p, (x_labels, y_labels) in enumerate(panel_labels):
         suffix = "" if p == 0 else str(p + 1)
         x_vals, x_text = _ticks(x_labels, max_ticks)

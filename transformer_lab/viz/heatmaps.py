@@ -249,7 +249,7 @@ def svg_heatmap(
     vmax = (float(finite.max()) if finite.size else 1.0) if vmax is None else vmax
     cell = cell or (28 if max(n_rows, n_cols) <= 12 else 20)
     font = 10 if cell >= 24 else 8
-    left = 8 + 6 * max((len(str(s)) for s in y_labels), default=0) if y_labels else 8
+    left: float = 8 + 6 * max((len(str(s)) for s in y_labels), default=0) if y_labels else 8
     if x_labels:  # the first rotated column label reaches down and to the left
         left = max(left, 4.5 * len(str(x_labels[0])) - cell / 2)
     top = 22 if title else 6

@@ -73,7 +73,8 @@ def wrap_title(text: str, width: int = TITLE_WRAP) -> str:
     lines = []
     for part in _BREAK.split(text):
         words = re.findall(r"(?:<[^>]*>|[^\s<]|<(?![^>]*>))+", part)  # a lone "<" is text
-        line, size = [], 0
+        line: list[str] = []
+        size = 0
         for word in words:
             n = len(_TAG.sub("", word))
             if line and size + 1 + n > width:
@@ -112,7 +113,7 @@ def title_layout(text: str, height: int, *, wrap: int = TITLE_WRAP) -> tuple[dic
     return layout, TOP_PAD_PX + _TITLE_LINE_PX * count_lines(text) + 4
 
 
-def dropdown_menu(buttons, *, label: str | None, above_plot_px: int):
+def dropdown_menu(buttons, *, label: str | None, above_plot_px: float):
     """A dropdown at the left edge, its bottom ``above_plot_px`` above the plot area, and
     the annotation naming it (to its left, in the margin). Both are placed in pixels from
     the top of the plot area, so they stay put when the plot area changes height."""

@@ -19,6 +19,7 @@ reStructuredText's double backticks in docstrings into single ones, as prose wou
 from __future__ import annotations
 
 import ast
+from typing import cast
 
 __all__: list[
     str
@@ -51,7 +52,7 @@ def check_lines(code: str) -> list[tuple[int, int]]:
         return []
     names = _check_names()
     return sorted(
-        (node.lineno - 1, node.end_lineno - 1)
+        (node.lineno - 1, cast(int, node.end_lineno) - 1)  # set by ast.parse
         for node in ast.walk(tree)
         if isinstance(node, ast.stmt) and _is_check_statement(node, names)
     )
@@ -60,7 +61,7 @@ def check_lines(code: str) -> list[tuple[int, int]]:
 def fold_checks(lines: list[str], ranges: list[tuple[int, int]]) -> list[str]:
     """``lines`` with each run of check statements (``ranges``, with only blank or comment
     lines between them) replaced by one comment at the first one's indentation."""
-    checks = set()
+    checks: set[int] = set()
     for first, last in ranges:
         checks.update(range(first, last + 1))
     out, i = [], 0
@@ -103,7 +104,7 @@ def docstring_lines(code: str) -> set[int]:
                 and isinstance(first.value, ast.Constant)
                 and isinstance(first.value.value, str)
             ):
-                out.update(range(first.lineno - 1, first.end_lineno))
+                out.update(range(first.lineno - 1, cast(int, first.end_lineno)))
     return out
 
 

@@ -303,7 +303,8 @@ def architecture_html(
     on = _check(variant, highlight, link, caption)
     uid = f"tl-arch-{next(_IDS)}"
     placed, _, width, height = _layout(variant)
-    hits, items = [], {"enc": {}, "dec": {}}
+    hits: list[str] = []
+    items: dict[str, dict[str, str]] = {"enc": {}, "dec": {}}
     for b in sorted(placed, key=lambda b: b.kind != "stack"):  # inner boxes on top
         box = (f"left:{100 * b.x / width:.3f}%;top:{100 * b.y / height:.3f}%;"
                f"width:{100 * b.w / width:.3f}%;height:{100 * b.h / height:.3f}%")  # fmt: skip

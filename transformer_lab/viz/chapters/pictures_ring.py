@@ -19,7 +19,9 @@ def _ring_states(n: int) -> list[tuple[str, list[list[frozenset]], list[int] | N
     reduce-scatter step s sends chunk (r - s) mod n from rank r to r + 1, which adds it;
     all-gather step s sends chunk (r + 1 - s) mod n, which replaces the copy."""
     held = [[frozenset({r}) for _ in range(n)] for r in range(n)]
-    states = [("start: each rank's own\ngradient, in chunks", [list(row) for row in held], None)]
+    states: list[tuple[str, list[list[frozenset]], list[int] | None]] = [
+        ("start: each rank's own\ngradient, in chunks", [list(row) for row in held], None)
+    ]
     for step in range(n - 1):
         sent = [(r - step) % n for r in range(n)]
         before = [list(row) for row in held]

@@ -122,7 +122,7 @@ def _numbers(values, name: str) -> list[float]:
 
 def similarity_explorer(
     *,
-    angles: Sequence[int] = ANGLES,
+    angles: Sequence[float] = ANGLES,
     lengths: Sequence[float] = B_LENGTHS,
     start_angle: int = 45,
     start_length: float = 1.0,
@@ -197,7 +197,7 @@ def similarity_explorer(
     group_traces = list(range(1, 1 + 3 * len(lengths)))
     steps = []
     for angle in angles:
-        update = {"x": [], "y": [], "text": []}
+        update: dict[str, list] = {"x": [], "y": [], "text": []}
         for length in lengths:
             for key, values in _state(a, angle, length).items():
                 update[key].extend(values)

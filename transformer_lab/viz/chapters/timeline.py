@@ -230,12 +230,12 @@ def timeline_figure(
         fig, ax = plt.subplots(figsize=figsize, layout="constrained")
     else:
         fig = ax.figure
-    heights = [
+    label_heights = [
         heights_by_name.get(e.name, h) for e, h in zip(entries, _heights(entries), strict=True)
     ]
     years = [e.year for e in entries]
     ax.axhline(0, color="black", lw=1.5, zorder=1)
-    for e, h in zip(entries, heights, strict=True):
+    for e, h in zip(entries, label_heights, strict=True):
         label, color = FAMILIES[e.family]
         ax.plot([e.year, e.year], [0, h], color=color, lw=1.5, zorder=2)
         ax.scatter([e.year], [0], color=color, s=45, zorder=3)

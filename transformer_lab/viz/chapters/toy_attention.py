@@ -156,6 +156,7 @@ def explore(
         mask = _mask(mask_kind, n_real, n)
         scale = 1.0 / (math.sqrt(d_k) * temperature)
         outputs, weights = scaled_dot_product_attention(q, k, v, mask, scale=scale)
+        assert weights is not None  # need_weights is True by default
         scores = (q @ k.T) / math.sqrt(d_k)  # [query_pos, key_pos]
         full_mask = torch.ones(n, n, dtype=torch.bool) if mask is None else mask.expand(n, n)
         scores = scores.masked_fill(~full_mask, float("-inf"))
@@ -418,7 +419,8 @@ def static_attention_explorer(
         options = {text: (text, mask_kind) for text in sentences}
     else:
         raise ValueError(f"dropdown must be 'mask' or 'sentence', got {dropdown!r}")
-    states, labels, longest = {}, {}, 0
+    states: dict[str, dict[str, list[np.ndarray]]] = {}
+    labels, longest = {}, 0
     for option, (text, kind) in options.items():
         states[option] = {}
         for label, (dk, temp) in settings.items():

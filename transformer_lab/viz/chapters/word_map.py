@@ -14,6 +14,7 @@ line to its point when it had to move away from it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import torch
@@ -88,7 +89,7 @@ def _place_labels(points, sizes, *, marker: float, bounds, avoid=()) -> list[tup
     ux, uy = np.cos(angles), np.sin(angles)
     spread = np.linalg.norm(points[:, None] - points[None], axis=-1)
     crowd = (spread < 3 * sizes[:, 1:2] + 2 * marker).sum(axis=1)
-    placed = [None] * n
+    placed: list[tuple | None] = [None] * n
     for i in sorted(range(n), key=lambda k: (-crowd[k], k)):
         w, h = sizes[i]
         gaps = np.repeat(_GAPS, _TURNS)
@@ -101,7 +102,7 @@ def _place_labels(points, sizes, *, marker: float, bounds, avoid=()) -> list[tup
         best = int(np.argmin(cost))
         placed[i] = (float(cx[best]), float(cy[best]), bool(gaps[best] > _LEADER_PX))
         boxes = np.vstack([boxes, candidates[best]])
-    return placed
+    return cast(list[tuple], placed)  # every label has its place now
 
 
 def _overlap(a, b):
@@ -148,7 +149,8 @@ def word_map_figure(
     for pairs in arrows.values():
         for start, end in pairs:
             style = {"arrowstyle": "->", "color": "k"}
-            ax.annotate("", xy=xy[end], xytext=xy[start], arrowprops=style)
+            # Matplotlib takes any pair of numbers (these are lists); its stub asks for tuples
+            ax.annotate("", xy=xy[end], xytext=xy[start], arrowprops=style)  # type: ignore[arg-type]
     ax.set(xlabel=axis[0], ylabel=axis[1], title=title)
     legend = ax.legend(fontsize=8, loc="best")
     lines = [(xy[a], xy[b]) for pairs in arrows.values() for a, b in pairs]
@@ -319,7 +321,7 @@ def _plotly_labels(coords, words, height: int, margin: dict):
     labels = []
     for word, p, (w, h), (x, y, leader) in zip(words, pixels, sizes, placed, strict=True):
         centre = np.array([x, y])
-        path = [centre]
+        path: list[np.ndarray | None] = [centre]
         if leader:  # from the marker's edge to the label box's edge
             way = centre - p
             start = p + way / np.linalg.norm(way) * (_PLOTLY_DOT + 1)
