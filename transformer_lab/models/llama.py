@@ -29,10 +29,11 @@ Every other call, and a model kept in plain float32, takes the PyTorch path.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 from operator import attrgetter, itemgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 import torch
 from torch import nn
@@ -204,25 +205,26 @@ def _same_key(a: tuple | None, b: tuple | None) -> bool:
 def _fused_plan(model: Llama) -> _FusedPlan:
     """A new :class:`_FusedPlan` for ``model`` as it is now."""
     modules = list(model.modules())
-    kinds = {kind: [m for m in modules if type(m) is kind] for kind in (Hook, RMSNorm)}
+    hooks = [m for m in modules if type(m) is Hook]
+    norms = [m for m in modules if type(m) is RMSNorm]
     attention = [vars(m) for m in modules if type(m) is LlamaAttention]
     swiglu = [vars(m) for m in modules if type(m) is SwiGLU]
     parents = [m for m in modules if m._modules]
-    plan = _FusedPlan(None, modules, parents, kinds[Hook], kinds[RMSNorm], attention, swiglu, None)
+    plan = _FusedPlan(None, modules, parents, hooks, norms, attention, swiglu, None)
     key = _fused_key(model, plan)
     c, eps = model.config, model.ln_final.eps
     blocks_ok = all(
         type(b) is LlamaBlock
         and (type(b.attn), type(b.mlp), type(b.norm1), type(b.norm2)) == PARTS
         and b.norm1.eps == b.norm2.eps == eps
-        for b in model.blocks
+        for b in cast(Iterable[LlamaBlock], model.blocks)
     )
     if key is None or not blocks_ok or type(model.ln_final) is not RMSNorm:
         return plan._replace(key=key)
     if model.W_E.dtype != torch.float32 or len(attention) != len(model.blocks):
         return plan._replace(key=key)
     step = FusedDecoder(
-        model._layer_weights(), model.ln_final.gain, model.stored_unembed,
+        model._layer_weights(), model.ln_final.gain, cast(StoredWeight, model.stored_unembed),
         n_heads=c.n_heads, n_kv_heads=c.n_kv_heads, eps=eps, rope_base=c.rope_base,
     )  # fmt: skip
     return plan._replace(step=step, key=key)
@@ -258,7 +260,7 @@ class Llama(nn.Module):
             nn.init.normal_(self.W_E, std=std)
             if self.W_U is not None:
                 nn.init.normal_(self.W_U, std=std)
-            for block in self.blocks:
+            for block in cast(Iterable[LlamaBlock], self.blocks):
                 a, m = block.attn, block.mlp
                 for w in (a.W_Q, a.W_K, a.W_V, m.W_gate, m.W_up):
                     nn.init.normal_(w, std=std)
@@ -294,8 +296,9 @@ class Llama(nn.Module):
                 f"stored weights run on the CPU only; the model is on {self.W_E.device}"
             )
         one_of(storage, STORAGES, "storage")
-        unembed = StoredWeight(self.unembed.detach(), storage, group_size)
-        for block in self.blocks:
+        float_unembed = cast(torch.Tensor, self.unembed)  # not stored yet: a tensor
+        unembed = StoredWeight(float_unembed.detach(), storage, group_size)
+        for block in cast(Iterable[LlamaBlock], self.blocks):
             store_matrices(block.attn, ("W_Q", "W_K", "W_V", "W_O"), storage, group_size)
             store_matrices(block.mlp, ("W_gate", "W_up", "W_down"), storage, group_size)
         if self.W_U is not None:
@@ -308,8 +311,8 @@ class Llama(nn.Module):
     def _layer_weights(self) -> list[DecoderLayerWeights]:
         """Every block's gains and matrices, as the fused step reads them."""
         layers = []
-        for b in self.blocks:
-            a, m = b.attn, b.mlp
+        for b in cast(Iterable[LlamaBlock], self.blocks):
+            a, m = cast(Any, b.attn), cast(Any, b.mlp)  # their matrices: StoredWeights by now
             layers.append(
                 DecoderLayerWeights(b.norm1.gain, a.W_Q, a.W_K, a.W_V, a.W_O, b.norm2.gain,
                                     m.W_gate, m.W_up, m.W_down)
@@ -370,6 +373,7 @@ class Llama(nn.Module):
         self._check_idx(idx, offset)
         if (
             offset
+            and kv_cache is not None
             and self.storage != "float32"
             and idx.shape == (1, 1)
             and attention_mask is None

@@ -190,10 +190,11 @@ class FusedDecoder:
         capacity = kv.shape[4]
         want = (len(self.layers), 2, 1, self.n_kv_heads, capacity, self.d_head)
         if kv.shape != want or kv.dtype != torch.float32 or not kv.is_contiguous():
+            first = cache.layers[0]
+            assert first is not None  # reserve checked that every layer holds keys and values
             raise ValueError(
                 f"the cache must hold float32 keys and values [1, {self.n_kv_heads}, pos, "
-                f"{self.d_head}] in every layer, got {tuple(cache.layers[0][0].shape)} "
-                f"{cache.layers[0][0].dtype}"
+                f"{self.d_head}] in every layer, got {tuple(first[0].shape)} {first[0].dtype}"
             )
         if self._cos.shape[0] <= position:  # cos and sin of positions 0 .. 2 x position
             positions = torch.arange(max(1024, 2 * position))

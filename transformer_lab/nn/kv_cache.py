@@ -29,6 +29,8 @@ the same from outside and both kinds of call can follow each other.
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
 from transformer_lab.checks import integer
@@ -119,8 +121,9 @@ class KVCache:
         first = self.layers[0]
         if first is None or any(kv is None for kv in self.layers):
             raise ValueError("the cache is empty: run the model on the first tokens, then reserve")
+        layers = cast(list[tuple[torch.Tensor, torch.Tensor]], self.layers)  # none is None
         shape, dtype, device = first[0].shape, first[0].dtype, first[0].device
-        for kv in self.layers:
+        for kv in layers:
             for t in kv:
                 if t.shape != shape or t.dtype != dtype or t.device != device:
                     raise ValueError(
@@ -129,9 +132,9 @@ class KVCache:
                     )
         capacity = length + n_new + max(length, 256)
         buffer = torch.empty(
-            len(self.layers), 2, shape[0], shape[1], capacity, shape[3], dtype=dtype, device=device
+            len(layers), 2, shape[0], shape[1], capacity, shape[3], dtype=dtype, device=device
         )
-        for i, kv in enumerate(self.layers):
+        for i, kv in enumerate(layers):
             for j, t in enumerate(kv):
                 buffer[i, j, :, :, :length] = t
         self._buffer = buffer
@@ -164,6 +167,7 @@ class KVCache:
     def _show(self, length: int) -> None:
         """Make ``layers`` views of the first ``length`` positions of the buffer."""
         b = self._buffer
+        assert b is not None  # reserve made it before anything shows its positions
         views = [(b[i, 0, :, :, :length], b[i, 1, :, :, :length]) for i in range(b.shape[0])]
         self.layers, self._views = list(views), views
 
