@@ -14,7 +14,7 @@ UNIT_WORKERS ?= 2
 CHAPTER_WORKERS ?= 2
 LINT_PATHS := transformer_lab tests tests_browser scripts conftest.py
 
-.PHONY: setup sync lab test unit lint format chapters book browser bench clean
+.PHONY: setup sync lab test unit lint typecheck format chapters book browser bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ lab: setup
 lint: setup
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
+
+# mypy over the package, with the settings of pyproject.toml's [tool.mypy] (not part of `make test`)
+typecheck: setup
+	$(BIN)/mypy --config-file pyproject.toml
 
 # rewrite what `make lint` checks: the lint fixes ruff can make, then its formatting (which
 # runs even when a lint error is left to fix by hand; the target then fails)
