@@ -223,6 +223,7 @@ def test_a_replaced_matrix_or_gain_is_read(monkeypatch):
         model.blocks[1].attn.W_V = StoredWeight(torch.randn(72, 24) * 0.1, "float32-rows")
         model.blocks[0].norm2.gain = torch.nn.Parameter(torch.full((72,), 0.7))
         model.ln_final.gain.mul_(1.1)  # in place: the same tensor, read again
+        model.blocks[2].norm1.gain.data = torch.full((72,), 1.3)  # the same Parameter, new data
     fused, _ = decode(model, tokens)
     assert model._fused.step is not first
     plain, _ = decode(model, tokens, fused=False)
@@ -311,3 +312,14 @@ def test_a_copy_builds_its_own_step():
     assert twin._fused is None
     again, _ = decode(twin, tokens)
     assert torch.equal(fused, again) and twin._fused.step is not model._fused.step
+
+
+def test_a_model_in_another_dtype_takes_the_modules(monkeypatch):
+    calls = Calls(monkeypatch)
+    model = stored("bfloat16")
+    model.blocks[1].norm2.gain.data = model.blocks[1].norm2.gain.data.bfloat16()
+    out = generate(model, ids(4), 3, temperature=0)  # one gain in bfloat16: the modules
+    assert out.shape == (1, 7) and calls.n == 0
+    model.blocks[1].norm2.gain.data = model.blocks[1].norm2.gain.data.float()
+    model.W_E.data = model.W_E.data.bfloat16()  # the residual stream in bfloat16
+    assert generate(model, ids(4), 3, temperature=0).shape == (1, 7) and calls.n == 0

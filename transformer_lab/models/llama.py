@@ -144,7 +144,8 @@ MATRICES = ("W_Q", "W_K", "W_V", "W_O", "W_gate", "W_up", "W_down")
 FORWARD_HOOKS, PRE_HOOKS = attrgetter("_forward_hooks"), attrgetter("_forward_pre_hooks")
 ACTIVE, EDIT = attrgetter("active"), attrgetter("edit")  # a Hook's capture and intervention
 CHILDREN, PARAMETERS = attrgetter("_modules"), attrgetter("_parameters")
-ROWS, EPS = attrgetter("rows"), attrgetter("eps")
+ROWS, SCALE, EPS = attrgetter("rows"), attrgetter("scale"), attrgetter("eps")
+ADDRESS = torch.Tensor.data_ptr
 ATTENTION_MATRICES, SWIGLU_MATRICES = itemgetter(*MATRICES[:4]), itemgetter(*MATRICES[4:])
 
 
@@ -164,41 +165,31 @@ class _FusedPlan(NamedTuple):
 
 def _fused_key(model: Llama, plan: _FusedPlan) -> tuple | None:
     """What the model's fused step depends on: the children of every module that has any,
-    the parameters of the model and its norms (the only ones its forward reads), the stored
-    matrices and their rows, the norms' epsilons (None where a matrix is missing).
-    Compared with ``==`` (identity for modules and stored matrices) in ``map``: some
-    microseconds for SmolLM2's 30 layers."""
+    the stored matrices with their rows and scales, the addresses of the norms' gains (a
+    gain replaced, or given new ``.data``, has a new one) and their epsilons (None where a
+    matrix is missing). Compared with ``==`` (identity for modules, stored matrices and
+    their tensors) in ``map``: some tens of microseconds for SmolLM2's 30 layers."""
     try:
         attention = list(map(ATTENTION_MATRICES, plan.attention))
         swiglu = list(map(SWIGLU_MATRICES, plan.swiglu))
-        rows = list(map(ROWS, chain.from_iterable(attention + swiglu)))
+        stored = [model.stored_unembed, *chain.from_iterable(attention + swiglu)]
+        rows, scales = list(map(ROWS, stored)), list(map(SCALE, stored))
     except (KeyError, AttributeError):
         return None
-    head = model.stored_unembed
+    gains = chain.from_iterable(map(dict.values, map(PARAMETERS, plan.norms)))
+    addresses = list(map(ADDRESS, gains))  # a gain given new .data has a new address
     children = list(map(dict.copy, map(CHILDREN, plan.parents)))
-    parameters = list(map(dict.copy, map(PARAMETERS, plan.norms)))
-    parameters.append(model._parameters.copy())
-    rows.append(getattr(head, "rows", None))
-    return (
-        model.config,
-        head,
-        children,
-        parameters,
-        attention,
-        swiglu,
-        rows,
-        [*map(EPS, plan.norms)],
-    )
+    return model.config, stored, rows, scales, children, addresses, [*map(EPS, plan.norms)]
 
 
 def _same_key(a: tuple | None, b: tuple | None) -> bool:
-    """``a == b`` where the keys hold tensors: a tensor that is not the same object compares
-    elementwise, which ``bool`` refuses, and that means a change."""
+    """``a == b``, where a tensor that is not the same object compares elementwise (which
+    ``bool`` refuses: a change); None (a matrix missing) is never the same."""
     if a is None or b is None:
         return False
     try:
-        return a == b
-    except RuntimeError:
+        return bool(a == b)
+    except (RuntimeError, TypeError):
         return False
 
 
@@ -221,8 +212,9 @@ def _fused_plan(model: Llama) -> _FusedPlan:
     )
     if key is None or not blocks_ok or type(model.ln_final) is not RMSNorm:
         return plan._replace(key=key)
-    if model.W_E.dtype != torch.float32 or len(attention) != len(model.blocks):
-        return plan._replace(key=key)
+    float32 = all(n.gain.dtype == torch.float32 for n in plan.norms)
+    if model.W_E.dtype != torch.float32 or not float32 or len(attention) != len(model.blocks):
+        return plan._replace(key=key)  # a model in another dtype: the modules run
     step = FusedDecoder(
         model._layer_weights(), model.ln_final.gain, cast(StoredWeight, model.stored_unembed),
         n_heads=c.n_heads, n_kv_heads=c.n_kv_heads, eps=eps, rope_base=c.rope_base,
