@@ -11,6 +11,7 @@ import torch
 from transformer_lab.analysis.roofline import decode_bytes_per_token, read_bandwidth, roofline
 from transformer_lab.models.gpt import GPT, GPTConfig
 from transformer_lab.models.llama import Llama, LlamaConfig
+from transformer_lab.nn.row_kernels import kernels_available, library
 
 
 def test_a_gpts_bytes_are_its_weights_once_and_its_cache():
@@ -44,3 +45,11 @@ def test_the_roofline_is_bandwidth_over_bytes():
     assert roofline(500e6, 28e9) == pytest.approx(56.0)
     with pytest.raises(ValueError, match="bytes_per_token must be a positive finite number"):
         roofline(0, 1e9)
+
+
+@pytest.mark.skipif(not kernels_available(), reason="the package's kernels do not run here")
+def test_the_kernels_streaming_read_sums_every_number():
+    x = torch.randn(1000 * 64 + 13)  # whole blocks of 64 and a tail
+    got = library().stream_sum(x.data_ptr(), x.numel())
+    assert got == pytest.approx(x.double().sum().item(), abs=1e-2)
+    assert library().stream_sum(x.data_ptr(), 5) == pytest.approx(x[:5].sum().item(), abs=1e-5)

@@ -103,3 +103,20 @@ void rows_int8_groups(const float *x, const int8_t *w, const float *scale, float
     }
   }
 }
+
+/* A streaming read: the sum of x[0..n), four running sums of 16 numbers (AVX-512), so
+   that the loads, not the adds, set the pace; the analysis measures the memory's
+   bandwidth with it (analysis.roofline.read_bandwidth). */
+float stream_sum(const float *x, long n) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  long i = 0;
+  for (; i + 64 <= n; i += 64) {
+    s0 = _mm512_add_ps(s0, _mm512_loadu_ps(x + i));
+    s1 = _mm512_add_ps(s1, _mm512_loadu_ps(x + i + 16));
+    s2 = _mm512_add_ps(s2, _mm512_loadu_ps(x + i + 32));
+    s3 = _mm512_add_ps(s3, _mm512_loadu_ps(x + i + 48));
+  }
+  float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+  for (; i < n; i++) sum += x[i];
+  return sum;
+}

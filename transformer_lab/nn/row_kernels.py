@@ -103,6 +103,8 @@ def _load() -> tuple[ctypes.CDLL | None, str]:
     groups = lib.rows_int8_groups  # as the others, then the group size
     groups.argtypes = [pointer, pointer, pointer, pointer, size, size, size, size]
     groups.restype = None
+    lib.stream_sum.argtypes = [pointer, size]  # a streaming read (analysis.roofline)
+    lib.stream_sum.restype = ctypes.c_float
     step = lib.decode_token  # weights, embedding, cos, sin, kv, length, capacity, work, logits
     step.argtypes = [pointer] * 5 + [size, size, pointer, pointer]
     step.restype = None
@@ -122,7 +124,7 @@ def kernels_status() -> str:
 
 def library() -> ctypes.CDLL:
     """The compiled kernels as a ctypes library (``rows_float32``, ``rows_bfloat16``,
-    ``rows_int8`` and ``decode_token``, their argument types set); a RuntimeError saying
+    ``rows_int8``, ``decode_token`` and ``stream_sum``, their argument types set); a RuntimeError saying
     why where they do not run."""
     lib, why = _load()
     if lib is None:
