@@ -124,8 +124,8 @@ def kernels_status() -> str:
 
 def library() -> ctypes.CDLL:
     """The compiled kernels as a ctypes library (``rows_float32``, ``rows_bfloat16``,
-    ``rows_int8``, ``decode_token`` and ``stream_sum``, their argument types set); a RuntimeError saying
-    why where they do not run."""
+    ``rows_int8``, ``decode_token`` and ``stream_sum``, their argument types set); a
+    RuntimeError saying why where they do not run."""
     lib, why = _load()
     if lib is None:
         raise RuntimeError(f"the row kernels do not run here: {why}")
