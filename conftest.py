@@ -86,6 +86,12 @@ def _cache_enabled(config) -> bool:
 def pytest_configure(config):
     if not _cache_enabled(config):
         return
+    if not hasattr(config, "workerinput"):  # not an xdist worker: create the site's cache
+        # here, once, so that two workers storing their first chapters never race to
+        # create its database
+        from jupyter_cache import get_cache
+
+        get_cache(str(_cache_path())).list_cache_records()
     from nbval.plugin import IPyNbFile
 
     if getattr(IPyNbFile, "_tl_recording", False):
