@@ -62,8 +62,9 @@ def test_figures_are_numbered_and_captioned(md):
     code = _code_cells(text)
     # a widget's redraw function may call plt.show() (indented); a figure of the page may not
     assert not re.search(r"^plt\.show\(\)", code, re.M), (
-        f"{md.name}: a figure shown with plt.show(); show it with viz.figure(fig, name, "
-        "caption=..., alt=...) so it is numbered and captioned in JupyterLab and on the site"
+        f"{md.name}: a figure shown with plt.show(); show it with viz.figure(fig, name) "
+        "(its caption and alt in viz/captions/chNN.md) so it is numbered and captioned in "
+        "JupyterLab and on the site"
     )
     import jupytext
 
@@ -75,20 +76,11 @@ def test_figures_are_numbered_and_captioned(md):
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "figure"
-        and getattr(node.func.value, "id", "") == "viz"
-    ]
-    shows = [
-        node
-        for tree in trees
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "show"
+        and node.func.attr in ("figure", "show")
         and getattr(node.func.value, "id", "") == "viz"
     ]
     names = []
-    for call in calls + shows:
+    for call in calls:
         what = f"viz.{call.func.attr}"
         keywords = {k.arg for k in call.keywords}
         assert len(call.args) == 2, f"{md.name}: {what} needs the figure and its name"
@@ -105,7 +97,7 @@ def test_figures_are_numbered_and_captioned(md):
         f"{md.name}: the figures shown {sorted(set(names) - set(words))} have no words in "
         f"viz/captions, and the words of {sorted(set(words) - set(names))} are not shown"
     )
-    for name, call in zip(names, calls + shows, strict=True):
+    for name, call in zip(names, calls, strict=True):
         has_caption = bool(words[name]["caption"])
         assert has_caption == (call.func.attr == "figure"), (
             f"{md.name}: {name}: a numbered figure has a caption, a view (viz.show) none"
